@@ -1,0 +1,32 @@
+# The two commands: `make demo` and `make test`. Both install what they need first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTHON ?= python3
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml scripts/install-system.sh
+	./scripts/install-system.sh
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,mpi]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/stortune demo
+
+lint: install
+	$(PY) -m ruff check src tests bench
+	$(PY) -m ruff format --check src tests bench
+
+test: install lint
+	$(PY) -m pytest -q
+
+bench: install
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

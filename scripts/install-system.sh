@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the Debian packages stortune drives (fio, mkfs tools). Idempotent: does nothing when
+# everything is present, so `make test` stays fast on a machine that already has them.
+set -euo pipefail
+packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "stortune: missing Debian packages: ${missing[*]} (run as root, or install them yourself)" >&2
+  exit 0
+fi
+echo "stortune: installing ${missing[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

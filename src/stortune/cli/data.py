@@ -1,0 +1,163 @@
+"""`stortune campaigns | show | export | import`: what the store holds, in and out as tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import typer
+import yaml
+from rich.table import Table
+
+from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.datasets import load_dataset
+from stortune.errors import StortuneError
+from stortune.space import load_space, space_from_dataset
+from stortune.store import Store
+
+StoreOption = typer.Option(DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP)
+JsonOption = typer.Option(False, "--json", help="Print JSON.")
+
+
+def _when(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("campaigns")
+    def campaigns_command(store: str = StoreOption, json_out: bool = JsonOption) -> None:
+        """List the campaigns in a store.
+
+        Example: stortune campaigns --store results.db
+        """
+        with Store(store) as db:
+            rows = []
+            for c in db.campaigns():
+                rows.append(
+                    {
+                        "name": c.name,
+                        "kind": c.kind,
+                        "space": c.space_name,
+                        "target": c.target.get("kind", ""),
+                        "tuner": c.tuner,
+                        "objective": f"{c.metric}:{c.direction}",
+                        "status": c.status,
+                        "runs": db.run_count(c.id),
+                        "created": _when(c.created_at),
+                    }
+                )
+        if json_out:
+            print_json(rows)
+            return
+        if not rows:
+            console.print(f"no campaigns in {store}", highlight=False)
+            return
+        table = Table()
+        for column in rows[0]:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(str(v) for v in row.values()))
+        console.print(table)
+
+    @app.command("show")
+    def show_command(
+        campaign: str = typer.Argument(..., help="Campaign name."),
+        store: str = StoreOption,
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Show a campaign's trials: config, status, objective mean and RSD.
+
+        Example: stortune show demo --store demo.db
+        """
+        with Store(store) as db:
+            c = db.campaign(campaign)
+            trials = db.trials(c.id)
+        if json_out:
+            print_json(
+                {
+                    "campaign": c.__dict__,
+                    "trials": [
+                        {k: v for k, v in t.__dict__.items() if k != "runs"}
+                        | {"runs": [r.__dict__ for r in t.runs]}
+                        for t in trials
+                    ],
+                }
+            )
+            return
+        console.print(
+            f"campaign {c.name!r} ({c.kind}, {c.status}): space {c.space_name}, target "
+            f"{c.target.get('kind')}, tuner {c.tuner or '-'}, objective {c.metric}:{c.direction}",
+            highlight=False,
+        )
+        table = Table()
+        for column in ("#", "status", c.metric, "rsd", "runs", "config"):
+            table.add_column(column)
+        for t in trials:
+            rsds = [w.get("rsd") for w in (t.summary or {}).values() if isinstance(w, dict)]
+            rsd = f"{max(rsds):.1%}" if rsds and all(r is not None for r in rsds) else ""
+            value = f"{t.value:.4g}" if t.value is not None else (t.error or "")[:60]
+            table.add_row(str(t.seq), t.status, value, rsd, str(len(t.runs)), str(t.config))
+        console.print(table)
+
+    @app.command("export")
+    def export_command(
+        campaign: str = typer.Argument(..., help="Campaign name."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet."),
+        store: str = StoreOption,
+        ok_only: bool = typer.Option(False, "--ok-only", help="Leave out failed runs."),
+    ) -> None:
+        """Export a campaign as a tidy table: one row per run, parameter columns, `metric.*`
+        columns and `run.*` bookkeeping columns.
+
+        Example: stortune export demo -o demo.csv
+        """
+        with Store(store) as db:
+            frame = db.runs_frame(campaign, include_failed=not ok_only)
+        if frame.empty:
+            raise StortuneError(f"campaign {campaign!r} has no runs to export")
+        if out.suffix.lower() in (".parquet", ".pq"):
+            frame.to_parquet(out, index=False)
+        elif out.suffix.lower() == ".csv":
+            frame.to_csv(out, index=False)
+        else:
+            raise StortuneError(f"{out}: write .csv or .parquet")
+        console.print(f"wrote {len(frame)} runs of {campaign!r} to {out}", highlight=False)
+
+    @app.command("import")
+    def import_command(
+        path: Path = typer.Argument(..., help="A CSV, Parquet or ARFF table."),
+        name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: file name)."),
+        metric: list[str] = typer.Option(
+            [], "--metric", "-m", help="Metric column(s); default: recognised by convention."
+        ),
+        space: str = typer.Option(
+            None, "--space", "-s", help="Space of the table (default: inferred from columns)."
+        ),
+        store: str = StoreOption,
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Import a table of measured configs as a dataset campaign, for ranking and models.
+
+        Example: stortune import ../shared/datasets/moot-promisetune/redis.csv --name redis
+        """
+        dataset = load_dataset(path, metric or None)
+        s = load_space(space) if space else space_from_dataset(dataset)
+        campaign = name or path.stem
+        with Store(store) as db:
+            count = db.import_dataset(
+                campaign, dataset, yaml.safe_dump(s.to_dict(), sort_keys=False), s.name
+            )
+        result = {
+            "campaign": campaign,
+            "runs": count,
+            "parameters": dataset.params,
+            "metrics": dataset.metrics,
+        }
+        if json_out:
+            print_json(result)
+            return
+        console.print(
+            f"imported {count} rows of {path} as campaign {campaign!r}: "
+            f"{len(dataset.params)} parameters, metrics {', '.join(dataset.metrics)}",
+            highlight=False,
+        )

@@ -1,0 +1,172 @@
+"""`stortune run`: the experiment loop on a target, with a progress bar, resumable."""
+
+from __future__ import annotations
+
+import signal
+import time
+from types import FrameType
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.errors import StortuneError
+from stortune.experiment import Event, Experiment, LoopSettings, Objective, Outcome
+from stortune.space import Space, load_space
+from stortune.store import Store
+from stortune.targets import Target
+from stortune.tuners import tuner_names
+
+
+def build_target(
+    kind: str,
+    space: Space,
+    command: str | None,
+    output: str,
+    dataset: str | None,
+    nearest: bool,
+) -> Target:
+    """A target from command-line options."""
+    if kind == "command":
+        if not command:
+            raise StortuneError("--target command needs --command 'PROGRAM ARGS {param} ...'")
+        from stortune.targets.command import CommandTarget
+
+        return CommandTarget(command, output=output)
+    if kind == "table":
+        if not dataset:
+            raise StortuneError("--target table needs --dataset FILE")
+        from stortune.datasets import load_dataset
+        from stortune.targets.table import TableTarget
+
+        return TableTarget(load_dataset(dataset), space, nearest=nearest)
+    raise StortuneError(f"unknown target {kind!r} (choose from command, table)")
+
+
+def run_with_progress(experiment: Experiment, quiet: bool = False) -> Outcome:
+    """Run the loop under a rich progress bar; SIGTERM stops it like Ctrl-C (runs are kept)."""
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    settings = experiment.settings
+    per_trial = settings.repetitions * len(experiment.workloads)
+    total = settings.budget * per_trial if settings.budget else None
+    done = experiment.store.run_count(experiment.campaign.id)
+    best: list[float] = []
+    try:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=quiet,
+            transient=False,
+        ) as progress:
+            task = progress.add_task(
+                experiment.campaign.name, total=total, completed=done, status=""
+            )
+
+            def on_event(event: Event) -> None:
+                if event.kind == "run":
+                    progress.advance(task)
+                elif event.kind == "told" and event.value is not None:
+                    if not best or experiment.tuner.better(event.value, best[0]):
+                        best[:] = [event.value]
+                    status = f"trial {event.seq}: {event.value:.4g}  best {best[0]:.4g}"
+                    progress.update(task, status=status)
+
+            experiment.on_event = on_event
+            return experiment.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
+    if json_out:
+        print_json(outcome.to_dict())
+        return
+    console.print(
+        f"campaign {outcome.campaign!r}: {outcome.trials} evaluations, {outcome.runs_ok} runs ok, "
+        f"{outcome.runs_failed} failed (stopped by {outcome.stopped_by})",
+        highlight=False,
+    )
+    if outcome.best_config is not None:
+        console.print(
+            f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}", highlight=False
+        )
+    else:
+        console.print("no successful evaluation yet", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_command(
+        space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
+        target: str = typer.Option("command", "--target", "-t", help="command or table."),
+        command: str = typer.Option(
+            None,
+            "--command",
+            help="Command target: program and arguments with {param} "
+            "placeholders; run without a shell; must print JSON metrics (or fio JSON).",
+        ),
+        output: str = typer.Option("json", help="Command target output: json or fio."),
+        dataset: str = typer.Option(None, "--dataset", help="Table target: dataset file."),
+        nearest: bool = typer.Option(
+            False, help="Table target: answer unknown configs with the nearest stored one."
+        ),
+        tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
+        objective: str = typer.Option(
+            None, "--objective", "-o", help="METRIC[:max|min] to optimise."
+        ),
+        budget: int = typer.Option(
+            None, help="Evaluations (configs) in total [default: 20; on --resume: as stored]."
+        ),
+        seconds: float = typer.Option(None, help="Stop after this many seconds."),
+        repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per config."),
+        timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
+        seed: int = typer.Option(0, help="Random seed of the tuner."),
+        name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
+        resume: str = typer.Option(
+            None, "--resume", help="Continue this stored campaign where it stopped."
+        ),
+        store: str = typer.Option(
+            DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP
+        ),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+        json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    ) -> None:
+        """Run a campaign: ask the tuner, apply each config, measure it with repetitions, store
+        every run. Ctrl-C or a crash loses nothing: continue with --resume NAME.
+
+        Example: stortune run --space my.yaml --target command
+        --command 'python3 bench.py --threads {threads}' -o ops_per_s:max --budget 30
+
+        Example: stortune run --resume my-campaign --budget 50
+        """
+        with Store(store) as db:
+            if resume:
+                experiment = Experiment.resume(db, resume, budget=budget, seconds=seconds)
+            else:
+                if not space or not objective:
+                    raise StortuneError("a new campaign needs --space and --objective")
+                s = load_space(space)
+                settings = LoopSettings(
+                    budget=budget or 20, seconds=seconds, repetitions=repetitions, timeout=timeout
+                )
+                experiment = Experiment.start(
+                    db,
+                    name or f"{s.name}-{tuner}-{time.strftime('%Y%m%d-%H%M%S')}",
+                    s,
+                    build_target(target, s, command, output, dataset, nearest),
+                    [None],
+                    Objective.parse(objective),
+                    tuner,
+                    settings,
+                    seed,
+                )
+            outcome = run_with_progress(experiment, quiet=quiet or json_out)
+            print_outcome(outcome, experiment.objective.metric, json_out)

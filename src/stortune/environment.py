@@ -1,0 +1,84 @@
+"""A fingerprint of the machine a campaign ran on, stored with its runs, because storage
+numbers mean little without the kernel, CPU, memory and tool versions behind them."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_PACKAGES = (
+    "stortune",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "optuna",
+    "torch",
+    "botorch",
+    "sqlalchemy",
+)
+
+
+def fingerprint() -> dict[str, Any]:
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "os": _os_release(),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_mb": _memory_mb(),
+        "python": platform.python_version(),
+        "packages": {name: _version(name) for name in _PACKAGES},
+        "fio": _tool_version(["fio", "--version"]),
+        "root": os.geteuid() == 0,
+        "loadavg": os.getloadavg()[0],
+    }
+
+
+def _os_release() -> str:
+    path = Path("/etc/os-release")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    return platform.platform()
+
+
+def _cpu_model() -> str:
+    path = Path("/proc/cpuinfo")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _memory_mb() -> int | None:
+    path = Path("/proc/meminfo")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return None
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _tool_version(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None

@@ -1,0 +1,352 @@
+"""The experiment loop: ask a tuner, validate, apply, run repetitions, record, tell.
+
+Every run is committed to the store the moment it finishes. A campaign interrupted by a crash,
+SIGKILL or Ctrl-C is resumed by `Experiment.resume`: the stored trials are replayed through a
+fresh tuner (finished ones told as they were), the trial that was in progress gets only its
+missing repetitions, and the loop goes on, so no finished run is lost or measured twice.
+
+A run that fails or hangs (killed at the per-run timeout) is recorded with its status and error
+and the loop goes on; a trial with no successful run is told to the tuner as failed (None).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from stortune import environment
+from stortune.errors import ConfigError, StortuneError
+from stortune.space import Config, Space, parse_space
+from stortune.stats import summarize
+from stortune.store import Campaign, Store, Trial
+from stortune.targets import Measurement, Target, Workload, make_target
+from stortune.tuners import Tuner, make_tuner
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What to optimise: a metric name and whether larger (max) or smaller (min) is better."""
+
+    metric: str
+    direction: str = "max"
+
+    @classmethod
+    def parse(cls, text: str) -> Objective:
+        """``metric`` or ``metric:max`` / ``metric:min``."""
+        name, _, direction = text.partition(":")
+        direction = direction or "max"
+        if not name or direction not in ("max", "min"):
+            raise StortuneError(f"objective {text!r}: write METRIC, METRIC:max or METRIC:min")
+        return cls(name, direction)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"metric": self.metric, "direction": self.direction}
+
+
+@dataclass
+class LoopSettings:
+    budget: int | None = 20
+    seconds: float | None = None
+    repetitions: int = 3
+    timeout: float | None = 600.0
+    confidence: float = 0.9
+
+    def __post_init__(self) -> None:
+        if self.budget is None and self.seconds is None:
+            raise StortuneError("give a budget in evaluations or in seconds")
+        if self.budget is not None and self.budget < 1:
+            raise StortuneError(f"the budget must be at least 1 evaluation, not {self.budget}")
+        if self.repetitions < 1:
+            raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise StortuneError(f"the timeout must be positive, not {self.timeout}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "budget": self.budget,
+            "seconds": self.seconds,
+            "repetitions": self.repetitions,
+            "timeout": self.timeout,
+            "confidence": self.confidence,
+        }
+
+
+@dataclass
+class Event:
+    """Progress news for a user interface: 'trial' (started), 'run' (finished), 'told'."""
+
+    kind: str
+    seq: int
+    config: Config
+    workload: str = ""
+    repetition: int = 0
+    measurement: Measurement | None = None
+    value: float | None = None
+
+
+@dataclass
+class Outcome:
+    campaign: str
+    trials: int
+    runs_ok: int
+    runs_failed: int
+    best_config: Config | None
+    best_value: float | None
+    stopped_by: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def workload_name(workload: Workload | None) -> str:
+    return workload.name if workload is not None else "default"
+
+
+def combine_workloads(means: Sequence[float]) -> float:
+    """One objective value from per-workload means: their geometric mean when all are positive
+    (so each workload counts by its ratio, whatever its scale), else the arithmetic mean."""
+    if all(m > 0 for m in means):
+        return float(math.exp(sum(math.log(m) for m in means) / len(means)))
+    return float(sum(means) / len(means))
+
+
+class Experiment:
+    """One campaign's loop over a store, a space, a tuner, a target and its workloads."""
+
+    def __init__(
+        self,
+        store: Store,
+        campaign: Campaign,
+        space: Space,
+        tuner: Tuner,
+        target: Target,
+        workloads: Sequence[Workload | None],
+        settings: LoopSettings,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.campaign = campaign
+        self.space = space
+        self.tuner = tuner
+        self.target = target
+        self.workloads = list(workloads) or [None]
+        self.settings = settings
+        self.on_event = on_event or (lambda _e: None)
+        self.objective = Objective(campaign.metric, campaign.direction)
+
+    # ---- construction ---------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        store: Store,
+        name: str,
+        space: Space,
+        target: Target,
+        workloads: Sequence[Workload | None],
+        objective: Objective,
+        tuner_name: str,
+        settings: LoopSettings,
+        seed: int = 0,
+        kind: str = "tune",
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Experiment:
+        """A new campaign in the store, ready to run."""
+        tuner = make_tuner(tuner_name, space, objective.direction, seed, settings.budget)
+        campaign = store.create_campaign(
+            name,
+            kind=kind,
+            space_name=space.name,
+            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+            target=target.describe(),
+            workload={"workloads": [w.describe() for w in workloads if w is not None]},
+            objective=objective.to_dict(),
+            tuner=tuner_name,
+            seed=seed,
+            settings=settings.to_dict(),
+        )
+        return cls(store, campaign, space, tuner, target, workloads, settings, on_event)
+
+    @classmethod
+    def resume(
+        cls,
+        store: Store,
+        name: str,
+        budget: int | None = None,
+        seconds: float | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Experiment:
+        """Rebuild a stored campaign's loop exactly as it was started (budget may be raised)."""
+        campaign = store.campaign(name)
+        if campaign.kind == "dataset":
+            raise StortuneError(f"campaign {name!r} is an imported dataset; nothing to resume")
+        space = parse_space(campaign.space_yaml, f"campaign {name!r}")
+        stored = dict(campaign.settings)
+        if budget is not None:
+            stored["budget"] = budget
+        if seconds is not None:
+            stored["seconds"] = seconds
+        settings = LoopSettings(**stored)
+        if settings.to_dict() != campaign.settings:
+            store.update_settings(campaign.id, settings.to_dict())
+        tuner = make_tuner(
+            campaign.tuner, space, campaign.direction, campaign.seed, settings.budget
+        )
+        target = make_target(campaign.target, space)
+        workloads = _workloads_from_specs(campaign.workload.get("workloads", []))
+        return cls(store, campaign, space, tuner, target, workloads, settings, on_event)
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        started = time.monotonic()
+        self.store.record_environment(
+            self.campaign.id, {**environment.fingerprint(), "target": self.target.describe()}
+        )
+        self.store.set_status(self.campaign.id, "running")
+        stopped_by = "budget"
+        try:
+            with self.target:
+                seq = self._replay()
+                while True:
+                    if self.settings.budget is not None and seq >= self.settings.budget:
+                        break
+                    if (
+                        self.settings.seconds is not None
+                        and time.monotonic() - started >= self.settings.seconds
+                    ):
+                        stopped_by = "time"
+                        break
+                    config = self.tuner.ask()
+                    self._evaluate(seq, config, trial=None)
+                    seq += 1
+        except KeyboardInterrupt:
+            self.store.set_status(self.campaign.id, "interrupted")
+            raise
+        except BaseException:
+            self.store.set_status(self.campaign.id, "failed")
+            raise
+        self.store.set_status(self.campaign.id, "finished")
+        return self.outcome(stopped_by)
+
+    def _replay(self) -> int:
+        """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
+        stored = self.store.trials(self.campaign.id)
+        for trial in stored:
+            self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
+            if trial.finished:
+                self.tuner.tell(trial.config, trial.value)
+            else:
+                self._evaluate(trial.seq, trial.config, trial=trial)
+        return len(stored)
+
+    def _evaluate(self, seq: int, config: Config, trial: Trial | None) -> None:
+        self.on_event(Event("trial", seq, config))
+        try:
+            config = self.space.validate(config)
+        except ConfigError as exc:
+            trial_id = trial.id if trial else self.store.add_trial(self.campaign.id, seq, config)
+            self.store.finish_trial(trial_id, "invalid", error=str(exc))
+            self._tell(seq, config, None)
+            return
+        trial_id = trial.id if trial else self.store.add_trial(self.campaign.id, seq, config)
+        done = {(r.workload, r.repetition) for r in trial.runs} if trial else set()
+        try:
+            self.target.apply(config)
+        except StortuneError as exc:
+            self.store.finish_trial(trial_id, "failed", error=f"apply: {exc}")
+            self._tell(seq, config, None)
+            return
+        # Repetition-major order: workloads interleave, so slow drift spreads over all of them.
+        for rep in range(self.settings.repetitions):
+            for workload in self.workloads:
+                name = workload_name(workload)
+                if (name, rep) in done:
+                    continue
+                measurement = self._measure(workload)
+                self.store.add_run(
+                    self.campaign.id,
+                    trial_id,
+                    workload=name,
+                    repetition=rep,
+                    status=measurement.status,
+                    metrics=measurement.metrics,
+                    error=measurement.error,
+                    info=measurement.info,
+                    started_at=measurement.info.pop("_started"),
+                    ended_at=measurement.info.pop("_ended"),
+                )
+                self.on_event(Event("run", seq, config, name, rep, measurement))
+        runs = self.store.trial_runs(trial_id)
+        value, summary, error = self._summarize(runs)
+        self.store.finish_trial(
+            trial_id, "ok" if value is not None else "failed", value, summary, error
+        )
+        self._tell(seq, config, value)
+
+    def _measure(self, workload: Workload | None) -> Measurement:
+        started = time.time()
+        try:
+            measurement = self.target.run(workload, self.settings.timeout)
+        except StortuneError as exc:
+            measurement = Measurement.failed(str(exc))
+        except (OSError, ValueError, RuntimeError) as exc:  # a crashing benchmark, not our bug
+            measurement = Measurement.failed(f"{type(exc).__name__}: {exc}")
+        if measurement.ok and self.objective.metric not in measurement.metrics:
+            have = ", ".join(sorted(measurement.metrics)[:12])
+            measurement = Measurement.failed(
+                f"the run reported no metric {self.objective.metric!r} (it has: {have})",
+                **measurement.info,
+            )
+        measurement.info["_started"] = started
+        measurement.info["_ended"] = time.time()
+        return measurement
+
+    def _summarize(self, runs: Sequence[Any]) -> tuple[float | None, dict[str, Any], str | None]:
+        per_workload: dict[str, Any] = {}
+        means = []
+        for workload in self.workloads:
+            name = workload_name(workload)
+            values = [
+                r.metrics[self.objective.metric]
+                for r in runs
+                if r.workload == name and r.status == "ok"
+            ]
+            summary = summarize(values, self.settings.confidence)
+            per_workload[name] = summary.to_dict()
+            if summary.n == 0:
+                errors = [r.error for r in runs if r.workload == name and r.error]
+                return None, per_workload, errors[-1] if errors else "no successful run"
+            means.append(summary.mean)
+        return combine_workloads(means), per_workload, None
+
+    def _tell(self, seq: int, config: Config, value: float | None) -> None:
+        self.tuner.tell(config, value)
+        self.on_event(Event("told", seq, config, value=value))
+
+    def outcome(self, stopped_by: str = "budget") -> Outcome:
+        stored = self.store.trials(self.campaign.id)
+        ok = sum(1 for t in stored for r in t.runs if r.status == "ok")
+        failed = sum(1 for t in stored for r in t.runs if r.status != "ok")
+        best = self.tuner.best
+        return Outcome(
+            self.campaign.name,
+            len(stored),
+            ok,
+            failed,
+            best.config if best else None,
+            best.value if best else None,
+            stopped_by,
+        )
+
+
+def _workloads_from_specs(specs: Sequence[dict[str, Any]]) -> list[Workload | None]:
+    if not specs:
+        return [None]
+    from stortune.workloads import make_workload
+
+    return [make_workload(spec) for spec in specs]

@@ -1,0 +1,22 @@
+"""Parameter spaces: parameters, conditions, constraints, YAML loading and encodings."""
+
+from stortune.space.expr import Expression, compile_expression
+from stortune.space.infer import space_from_dataset
+from stortune.space.loader import bundled_spaces, load_space, parse_space
+from stortune.space.parameter import Cost, Kind, Parameter
+from stortune.space.space import Config, Constraint, Space
+
+__all__ = [
+    "Config",
+    "Constraint",
+    "Cost",
+    "Expression",
+    "Kind",
+    "Parameter",
+    "Space",
+    "bundled_spaces",
+    "compile_expression",
+    "load_space",
+    "parse_space",
+    "space_from_dataset",
+]

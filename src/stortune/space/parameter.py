@@ -1,0 +1,273 @@
+"""One tunable parameter: its kind, domain, default, and what changing it costs.
+
+Each parameter maps to one dimension of the unit cube, which BO and DDPG work in: numeric values
+linearly (or logarithmically with ``log: true``), discrete values to equal-width cells whose
+centres encode them. `from_unit(to_unit(v)) == v` for every valid value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from stortune.errors import ConfigError
+from stortune.space.expr import Expression
+
+
+class Kind(StrEnum):
+    INT = "int"
+    FLOAT = "float"
+    CATEGORICAL = "categorical"
+    ORDINAL = "ordinal"
+    BOOL = "bool"
+
+
+class Cost(StrEnum):
+    """What applying a new value needs, cheapest last (Magpie's static vs dynamic parameters)."""
+
+    REFORMAT = "reformat"
+    RESTART = "restart"
+    REMOUNT = "remount"
+    RUNTIME = "runtime"
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass
+class Parameter:
+    """A parameter of a space. Numeric kinds use `low`/`high`; discrete kinds use `values`."""
+
+    name: str
+    kind: Kind
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    values: tuple[Any, ...] = ()
+    unit: str = ""
+    layer: str = ""
+    cost: Cost = Cost.RUNTIME
+    description: str = ""
+    condition: Expression | None = None
+    extendable: bool = False
+    hard_low: float | None = None
+    hard_high: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind is Kind.BOOL:
+            self.values = (False, True)
+        self._index = {_key(v): i for i, v in enumerate(self.values)}
+
+    # ---- domain -------------------------------------------------------------------------
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind in (Kind.INT, Kind.FLOAT)
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind is not Kind.FLOAT
+
+    @property
+    def cardinality(self) -> float:
+        """How many values the parameter can take (infinite for floats)."""
+        if self.kind is Kind.FLOAT:
+            return math.inf
+        if self.kind is Kind.INT:
+            return int(self.high) - int(self.low) + 1
+        return len(self.values)
+
+    def domain_text(self) -> str:
+        if self.is_numeric:
+            return f"[{_fmt(self.low)}, {_fmt(self.high)}]" + (" log" if self.log else "")
+        return "{" + ", ".join(_fmt(v) for v in self.values) + "}"
+
+    # ---- checking -------------------------------------------------------------------------
+    def check(self, value: Any) -> Any:
+        """Return `value` coerced to this parameter's type, or raise ConfigError saying why."""
+        if self.kind is Kind.BOOL:
+            return self._check_bool(value)
+        if self.kind is Kind.INT:
+            number = self._number(value)
+            if number != int(number):
+                raise ConfigError(f"parameter {self.name!r}: {value!r} is not a whole number")
+            number = int(number)
+            self._check_range(number, value)
+            return number
+        if self.kind is Kind.FLOAT:
+            number = float(self._number(value))
+            self._check_range(number, value)
+            return number
+        index = self._index.get(_key(value))
+        if index is None and isinstance(value, str):
+            index = self._index.get(_key(_parse_scalar(value)))
+        if index is None:
+            raise ConfigError(
+                f"parameter {self.name!r}: {value!r} is not one of {self.domain_text()}"
+            )
+        return self.values[index]
+
+    def _check_bool(self, value: Any) -> bool:
+        if isinstance(value, bool | np.bool_):
+            return bool(value)
+        if isinstance(value, int | np.integer) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ConfigError(f"parameter {self.name!r}: {value!r} is not a boolean (true/false)")
+
+    def _number(self, value: Any) -> float:
+        if isinstance(value, bool):
+            raise ConfigError(f"parameter {self.name!r}: {value!r} is not a number")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"parameter {self.name!r}: {value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ConfigError(f"parameter {self.name!r}: {value!r} is not a finite number")
+        return number
+
+    def _check_range(self, number: float, original: Any) -> None:
+        if number < self.low or number > self.high:
+            raise ConfigError(
+                f"parameter {self.name!r}: {original!r} is out of range {self.domain_text()}"
+            )
+
+    # ---- unit-cube encoding ---------------------------------------------------------------
+    def to_unit(self, value: Any) -> float:
+        """Position of a valid value in [0, 1]."""
+        if self.kind is Kind.FLOAT:
+            if self.log:
+                return _ratio(math.log(value), math.log(self.low), math.log(self.high))
+            return _ratio(value, self.low, self.high)
+        if self.kind is Kind.INT:
+            if self.log:
+                return _ratio(math.log(value), math.log(self.low), math.log(self.high))
+            return (value - self.low + 0.5) / (self.high - self.low + 1)
+        return (self._index[_key(value)] + 0.5) / len(self.values)
+
+    def from_unit(self, u: float) -> Any:
+        """The value at position `u` of [0, 1] (clipped), rounded for discrete kinds."""
+        u = min(max(float(u), 0.0), 1.0)
+        if self.kind is Kind.FLOAT:
+            if self.log:
+                return float(math.exp(_lerp(u, math.log(self.low), math.log(self.high))))
+            return float(_lerp(u, self.low, self.high))
+        if self.kind is Kind.INT:
+            lo, hi = int(self.low), int(self.high)
+            if self.log:
+                value = round(math.exp(_lerp(u, math.log(lo), math.log(hi))))
+            else:
+                value = lo + math.floor(u * (hi - lo + 1))
+            return int(min(max(value, lo), hi))
+        index = min(int(u * len(self.values)), len(self.values) - 1)
+        return self.values[index]
+
+    def grid(self, levels: int = 3) -> list[Any]:
+        """Values for a full-factorial design: every value of a discrete parameter (ints with at
+        most `levels` values included), else `levels` evenly spaced (log-spaced) values."""
+        if self.kind in (Kind.CATEGORICAL, Kind.ORDINAL, Kind.BOOL):
+            return list(self.values)
+        if self.kind is Kind.INT and self.cardinality <= levels:
+            return list(range(int(self.low), int(self.high) + 1))
+        points = np.linspace(0.0, 1.0, levels) if levels > 1 else np.array([0.5])
+        out: list[Any] = []
+        for u in points:
+            if self.log:
+                raw = math.exp(_lerp(u, math.log(self.low), math.log(self.high)))
+            else:
+                raw = _lerp(u, self.low, self.high)
+            value = int(round(raw)) if self.kind is Kind.INT else float(raw)
+            if value not in out:
+                out.append(value)
+        return out
+
+    def numeric_value(self, value: Any) -> float:
+        """A number for regression-style analyses: the value itself, or its index for
+        non-numeric ordinals."""
+        if self.kind is Kind.BOOL:
+            return float(bool(value))
+        if self.kind is Kind.ORDINAL and not all(_is_number(v) for v in self.values):
+            return float(self._index[_key(value)])
+        return float(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML form of this parameter (without its name)."""
+        out: dict[str, Any] = {"type": self.kind.value}
+        if self.is_numeric:
+            out["low"], out["high"] = _plain(self.low), _plain(self.high)
+            if self.log:
+                out["log"] = True
+        elif self.kind is not Kind.BOOL:
+            out["values"] = [_plain(v) for v in self.values]
+        out["default"] = _plain(self.default)
+        for key in ("unit", "layer", "description"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.cost is not Cost.RUNTIME:
+            out["apply"] = self.cost.value
+        if self.condition is not None:
+            out["active_when"] = self.condition.text
+        if self.extendable:
+            out["extendable"] = True
+            for key in ("hard_low", "hard_high"):
+                if getattr(self, key) is not None:
+                    out[key] = _plain(getattr(self, key))
+        out.update(self.extra)
+        return out
+
+
+def _key(value: Any) -> Any:
+    """Dictionary key under which 4096, 4096.0, np.int64(4096) and True all find their value."""
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value))
+    if _is_number(value):
+        return ("num", float(value))
+    return ("str", str(value))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number == int(number) else number
+
+
+def _ratio(x: float, lo: float, hi: float) -> float:
+    return 0.5 if hi == lo else (x - lo) / (hi - lo)
+
+
+def _lerp(u: float, lo: float, hi: float) -> float:
+    return lo + u * (hi - lo)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars to Python ones, and integral floats of int parameters stay readable."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+
+
+def ensure_values(values: Sequence[Any]) -> tuple[Any, ...]:
+    """Discrete values as a tuple of plain Python scalars."""
+    return tuple(_plain(v) for v in values)

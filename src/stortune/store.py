@@ -1,0 +1,548 @@
+"""The results store: campaigns, trials (one config each), runs (one row per repetition).
+
+SQLite by default (one file, WAL journal), or any SQLAlchemy URL such as PostgreSQL when several
+machines write to one campaign. Every run is committed on its own as soon as it finishes, so a
+crash, a Ctrl-C or a full disk loses at most the run in progress.
+
+Vocabulary: a *campaign* is one job (a tuning session, a sweep, an imported dataset); a *trial*
+is one config the campaign evaluated (sequence number `seq`), with a summary of its runs; a *run*
+is one measurement of one workload, one repetition.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from stortune.datasets import METRIC_PREFIX, RUN_PREFIX, Dataset
+from stortune.errors import StoreError
+
+metadata = sa.MetaData()
+
+campaigns = sa.Table(
+    "campaigns",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("kind", sa.String(40), nullable=False),
+    sa.Column("space_name", sa.String(200), nullable=False),
+    sa.Column("space_yaml", sa.Text, nullable=False),
+    sa.Column("target", sa.JSON, nullable=False),
+    sa.Column("workload", sa.JSON, nullable=False),
+    sa.Column("objective", sa.JSON, nullable=False),
+    sa.Column("tuner", sa.String(80), nullable=False),
+    sa.Column("seed", sa.Integer, nullable=False),
+    sa.Column("settings", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(40), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+trials = sa.Table(
+    "trials",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("value", sa.Float),
+    sa.Column("summary", sa.JSON),
+    sa.Column("error", sa.Text),
+    sa.Column("info", sa.JSON),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("finished_at", sa.Float),
+    sa.UniqueConstraint("campaign_id", "seq"),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
+    sa.Column("trial_id", sa.Integer, sa.ForeignKey("trials.id"), nullable=False),
+    sa.Column("workload", sa.String(200), nullable=False),
+    sa.Column("repetition", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("metrics", sa.JSON, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("info", sa.JSON),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("trial_id", "workload", "repetition"),
+)
+
+environments = sa.Table(
+    "environments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+    sa.Column("fingerprint", sa.JSON, nullable=False),
+)
+
+sa.Index("ix_trials_campaign", trials.c.campaign_id)
+sa.Index("ix_runs_trial", runs.c.trial_id)
+sa.Index("ix_runs_campaign", runs.c.campaign_id)
+
+
+@dataclass
+class Campaign:
+    id: int
+    name: str
+    kind: str
+    space_name: str
+    space_yaml: str
+    target: dict[str, Any]
+    workload: dict[str, Any]
+    objective: dict[str, Any]
+    tuner: str
+    seed: int
+    settings: dict[str, Any]
+    status: str
+    created_at: float
+    updated_at: float
+
+    @property
+    def metric(self) -> str:
+        return self.objective.get("metric", "")
+
+    @property
+    def direction(self) -> str:
+        return self.objective.get("direction", "max")
+
+
+@dataclass
+class Run:
+    id: int
+    trial_id: int
+    workload: str
+    repetition: int
+    status: str
+    metrics: dict[str, float]
+    error: str | None
+    info: dict[str, Any] | None
+    started_at: float
+    ended_at: float
+
+
+@dataclass
+class Trial:
+    id: int
+    seq: int
+    config: dict[str, Any]
+    status: str
+    value: float | None
+    summary: dict[str, Any] | None
+    error: str | None
+    info: dict[str, Any] | None
+    created_at: float
+    finished_at: float | None
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "pending"
+
+
+def normalize_url(url_or_path: str) -> str:
+    """A plain path means a SQLite file; anything with '://' is a SQLAlchemy URL."""
+    if "://" in url_or_path:
+        return url_or_path
+    return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
+
+
+class Store:
+    """The results database (see the module doc)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        self.engine = _make_engine(self.url)
+        try:
+            metadata.create_all(self.engine)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except sa.exc.IntegrityError:
+            raise
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot write to the store {self.url}: {_reason(exc)}") from None
+
+    # ---- campaigns ------------------------------------------------------------------------
+    def create_campaign(
+        self,
+        name: str,
+        *,
+        kind: str,
+        space_name: str,
+        space_yaml: str,
+        target: Mapping[str, Any],
+        workload: Mapping[str, Any],
+        objective: Mapping[str, Any],
+        tuner: str = "",
+        seed: int = 0,
+        settings: Mapping[str, Any] | None = None,
+    ) -> Campaign:
+        now = time.time()
+        row = dict(
+            name=name,
+            kind=kind,
+            space_name=space_name,
+            space_yaml=space_yaml,
+            target=_jsonable(target),
+            workload=_jsonable(workload),
+            objective=_jsonable(objective),
+            tuner=tuner,
+            seed=int(seed),
+            settings=_jsonable(settings or {}),
+            status="running",
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            with self._tx() as conn:
+                conn.execute(campaigns.insert().values(**row))
+        except sa.exc.IntegrityError:
+            raise StoreError(
+                f"campaign {name!r} already exists in {self.url} "
+                "(use --resume to continue it, or choose another --name)"
+            ) from None
+        return self.campaign(name)
+
+    def campaign(self, name: str) -> Campaign:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(campaigns).where(campaigns.c.name == name)).first()
+        if row is None:
+            known = [c.name for c in self.campaigns()]
+            listing = ", ".join(known[-10:]) if known else "none"
+            raise StoreError(f"no campaign {name!r} in {self.url} (campaigns: {listing})")
+        return Campaign(**row._mapping)
+
+    def campaigns(self) -> list[Campaign]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(campaigns).order_by(campaigns.c.id)).all()
+        return [Campaign(**r._mapping) for r in rows]
+
+    def set_status(self, campaign_id: int, status: str) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                campaigns.update()
+                .where(campaigns.c.id == campaign_id)
+                .values(status=status, updated_at=time.time())
+            )
+
+    def update_settings(self, campaign_id: int, settings: Mapping[str, Any]) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                campaigns.update()
+                .where(campaigns.c.id == campaign_id)
+                .values(settings=_jsonable(settings), updated_at=time.time())
+            )
+
+    def record_environment(self, campaign_id: int, fingerprint: Mapping[str, Any]) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                environments.insert().values(
+                    campaign_id=campaign_id,
+                    recorded_at=time.time(),
+                    fingerprint=_jsonable(fingerprint),
+                )
+            )
+
+    def environments(self, campaign_id: int) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(environments.c.recorded_at, environments.c.fingerprint)
+                .where(environments.c.campaign_id == campaign_id)
+                .order_by(environments.c.id)
+            ).all()
+        return [{"recorded_at": r.recorded_at, **r.fingerprint} for r in rows]
+
+    # ---- trials and runs ------------------------------------------------------------------
+    def add_trial(
+        self, campaign_id: int, seq: int, config: Mapping[str, Any], info: Mapping | None = None
+    ) -> int:
+        with self._tx() as conn:
+            result = conn.execute(
+                trials.insert().values(
+                    campaign_id=campaign_id,
+                    seq=seq,
+                    config=_jsonable(config),
+                    status="pending",
+                    info=_jsonable(info or {}),
+                    created_at=time.time(),
+                )
+            )
+            return int(result.inserted_primary_key[0])
+
+    def finish_trial(
+        self,
+        trial_id: int,
+        status: str,
+        value: float | None = None,
+        summary: Mapping[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                trials.update()
+                .where(trials.c.id == trial_id)
+                .values(
+                    status=status,
+                    value=_finite(value),
+                    summary=_jsonable(summary) if summary is not None else None,
+                    error=error,
+                    finished_at=time.time(),
+                )
+            )
+
+    def add_run(
+        self,
+        campaign_id: int,
+        trial_id: int,
+        *,
+        workload: str,
+        repetition: int,
+        status: str,
+        metrics: Mapping[str, float],
+        started_at: float,
+        ended_at: float,
+        error: str | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Record one finished run; committed before this returns."""
+        with self._tx() as conn:
+            result = conn.execute(
+                runs.insert().values(
+                    campaign_id=campaign_id,
+                    trial_id=trial_id,
+                    workload=workload,
+                    repetition=repetition,
+                    status=status,
+                    metrics=_jsonable(metrics),
+                    error=error,
+                    info=_jsonable(info or {}),
+                    started_at=started_at,
+                    ended_at=ended_at,
+                )
+            )
+            conn.execute(
+                campaigns.update().where(campaigns.c.id == campaign_id).values(updated_at=ended_at)
+            )
+            return int(result.inserted_primary_key[0])
+
+    def trials(self, campaign_id: int) -> list[Trial]:
+        """All trials of a campaign in sequence order, each with its runs."""
+        with self.engine.connect() as conn:
+            trial_rows = conn.execute(
+                sa.select(trials).where(trials.c.campaign_id == campaign_id).order_by(trials.c.seq)
+            ).all()
+            run_rows = conn.execute(
+                sa.select(runs).where(runs.c.campaign_id == campaign_id).order_by(runs.c.id)
+            ).all()
+        by_trial: dict[int, list[Run]] = {}
+        for r in run_rows:
+            run = _run(r)
+            by_trial.setdefault(run.trial_id, []).append(run)
+        out = []
+        for t in trial_rows:
+            m = dict(t._mapping)
+            m.pop("campaign_id")
+            out.append(Trial(**m, runs=by_trial.get(m["id"], [])))
+        return out
+
+    def trial_runs(self, trial_id: int) -> list[Run]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(runs).where(runs.c.trial_id == trial_id).order_by(runs.c.id)
+            ).all()
+        return [_run(r) for r in rows]
+
+    def run_count(self, campaign_id: int) -> int:
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(runs)
+                    .where(runs.c.campaign_id == campaign_id)
+                ).scalar_one()
+            )
+
+    # ---- tables ---------------------------------------------------------------------------
+    def runs_frame(self, campaign_name: str, include_failed: bool = True) -> pd.DataFrame:
+        """A tidy table: one row per run, bookkeeping columns ``run.*``, one column per
+        parameter, metric columns ``metric.<name>`` (the export format, see datasets.py)."""
+        campaign = self.campaign(campaign_name)
+        rows = []
+        param_names: list[str] = []
+        for trial in self.trials(campaign.id):
+            for name in trial.config:
+                if name not in param_names:
+                    param_names.append(name)
+            for run in trial.runs:
+                if not include_failed and run.status != "ok":
+                    continue
+                row: dict[str, Any] = {
+                    f"{RUN_PREFIX}trial": trial.seq,
+                    f"{RUN_PREFIX}workload": run.workload,
+                    f"{RUN_PREFIX}repetition": run.repetition,
+                    f"{RUN_PREFIX}status": run.status,
+                    f"{RUN_PREFIX}started_at": pd.Timestamp(run.started_at, unit="s", tz="UTC"),
+                    f"{RUN_PREFIX}seconds": run.ended_at - run.started_at,
+                    f"{RUN_PREFIX}error": run.error or "",
+                }
+                row.update(trial.config)
+                row.update({f"{METRIC_PREFIX}{k}": v for k, v in run.metrics.items()})
+                rows.append(row)
+        frame = pd.DataFrame(rows)
+        if frame.empty:
+            return frame
+        meta = [c for c in frame.columns if c.startswith(RUN_PREFIX)]
+        metrics = sorted(c for c in frame.columns if c.startswith(METRIC_PREFIX))
+        params = [c for c in param_names if c in frame.columns]
+        return frame[meta + params + metrics]
+
+    def import_dataset(self, name: str, dataset: Dataset, space_yaml: str, space_name: str) -> int:
+        """Store a dataset as a campaign of kind 'dataset': a trial per distinct config, a run per
+        row. Returns the number of runs stored."""
+        campaign = self.create_campaign(
+            name,
+            kind="dataset",
+            space_name=space_name,
+            space_yaml=space_yaml,
+            target={"kind": "table", "source": dataset.source},
+            workload={},
+            objective={"metric": dataset.metrics[0], "direction": dataset.direction()},
+            tuner="",
+            settings={"source": dataset.source, "metrics": dataset.metrics},
+        )
+        frame = dataset.frame
+        workload_col = f"{RUN_PREFIX}workload"
+        now = time.time()
+        groups = frame.groupby(dataset.params, dropna=False, sort=False)
+        count = 0
+        with self._tx() as conn:
+            for seq, (_, group) in enumerate(groups):
+                config = {p: _plain(group[p].iloc[0]) for p in dataset.params}
+                result = conn.execute(
+                    trials.insert().values(
+                        campaign_id=campaign.id,
+                        seq=seq,
+                        config=_jsonable(config),
+                        status="ok",
+                        info={},
+                        created_at=now,
+                        finished_at=now,
+                    )
+                )
+                trial_id = int(result.inserted_primary_key[0])
+                reps: dict[str, int] = {}
+                for _, row in group.iterrows():
+                    workload = str(row[workload_col]) if workload_col in group else ""
+                    rep = reps.get(workload, 0)
+                    reps[workload] = rep + 1
+                    metrics = {m: _plain(row[m]) for m in dataset.metrics}
+                    conn.execute(
+                        runs.insert().values(
+                            campaign_id=campaign.id,
+                            trial_id=trial_id,
+                            workload=workload,
+                            repetition=rep,
+                            status="ok",
+                            metrics=_jsonable(metrics),
+                            info={},
+                            started_at=now,
+                            ended_at=now,
+                        )
+                    )
+                    count += 1
+            conn.execute(
+                campaigns.update().where(campaigns.c.id == campaign.id).values(status="finished")
+            )
+        return count
+
+
+def _run(row: sa.Row) -> Run:
+    fields = dict(row._mapping)
+    fields.pop("campaign_id")
+    return Run(**fields)
+
+
+def _make_engine(url: str) -> Engine:
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///") :])
+        if str(path) not in ("", ":memory:") and not path.parent.exists():
+            raise StoreError(f"cannot open the store {url}: folder {path.parent} does not exist")
+    try:
+        engine = sa.create_engine(url)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+        raise StoreError(f"cannot use the store URL {url!r}: {_reason(exc)}") from None
+    if engine.dialect.name == "sqlite":
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+    return engine
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own message, first line only (SQLAlchemy appends long background links)."""
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _jsonable(data: Any) -> Any:
+    """Plain JSON types only (numpy scalars, NaN and infinities become plain/None)."""
+    return json.loads(json.dumps(data, default=_plain_default), parse_constant=lambda _c: None)
+
+
+def _plain_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)

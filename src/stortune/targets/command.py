@@ -1,0 +1,177 @@
+"""The `command` target: any program that measures something and prints its metrics.
+
+The argv template holds placeholders ``{param}`` (and ``{workdir}``, a scratch folder of the
+target). Each argv item is substituted on its own and the program is started without a shell,
+so a parameter value can never be interpreted as shell syntax. The config also goes to the
+program as JSON in the environment variable ``STORTUNE_CONFIG``.
+
+Output: ``json`` (default): the last JSON object the program prints on stdout, nested mappings
+flattened to dotted names, numbers kept; ``fio``: fio's ``--output-format=json`` report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from stortune.errors import TargetError
+from stortune.space import Config, Space
+from stortune.targets.base import Measurement, Target, Workload, numeric_metrics
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+OUTPUTS = ("json", "fio")
+
+
+class CommandTarget(Target):
+    kind = "command"
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        output: str = "json",
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if isinstance(argv, str):
+            argv = shlex.split(argv)
+        if not argv:
+            raise TargetError("the command target needs a command")
+        if output not in OUTPUTS:
+            choices = ", ".join(OUTPUTS)
+            raise TargetError(f"unknown output format {output!r} (choose from {choices})")
+        self.argv = list(argv)
+        self.output = output
+        self.cwd = cwd
+        self.env = dict(env or {})
+        self._config: Config = {}
+        self._workdir: Path | None = None
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], space: Space | None = None) -> CommandTarget:
+        return cls(spec["argv"], spec.get("output", "json"), spec.get("cwd"), spec.get("env"))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "argv": self.argv,
+            "output": self.output,
+            "cwd": self.cwd,
+            "env": self.env,
+        }
+
+    def placeholders(self) -> set[str]:
+        return {m for item in self.argv for m in _PLACEHOLDER.findall(item)} - {"workdir"}
+
+    def setup(self) -> None:
+        if shutil.which(self.argv[0]) is None and not Path(self.argv[0]).exists():
+            raise TargetError(f"command not found: {self.argv[0]}")
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="stortune-cmd-"))
+
+    def teardown(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def apply(self, config: Config) -> None:
+        missing = sorted(self.placeholders() - set(config))
+        if missing:
+            raise TargetError(
+                f"the command names {', '.join('{' + m + '}' for m in missing)}, "
+                "which the config does not have"
+            )
+        self._config = dict(config)
+
+    def command_line(self) -> list[str]:
+        """The argv for the current config, each item substituted on its own."""
+        values = {k: _text(v) for k, v in self._config.items()}
+        values["workdir"] = str(self._workdir or "")
+        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], item) for item in self.argv]
+
+    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
+        if self._workdir is None:
+            self.setup()
+        argv = self.command_line()
+        env = {**os.environ, **self.env, "STORTUNE_CONFIG": json.dumps(self._config)}
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return Measurement.failed(f"cannot start {argv[0]}: {exc.strerror}")
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return Measurement.failed(f"killed after the {timeout:g} s time limit", "timeout")
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            last = _last_line(stderr) or _last_line(stdout)
+            return Measurement.failed(f"exit status {proc.returncode}: {last}".rstrip(": "))
+        try:
+            metrics = self._parse(stdout)
+        except ValueError as exc:
+            return Measurement.failed(str(exc))
+        return Measurement(metrics, info={"seconds": seconds})
+
+    def _parse(self, stdout: str) -> dict[str, float]:
+        if self.output == "fio":
+            from stortune.workloads.fio import parse_fio_output
+
+            return parse_fio_output(stdout)
+        data = _last_json_object(stdout)
+        metrics = numeric_metrics(data)
+        if not metrics:
+            raise ValueError("the command printed JSON without any numeric metric")
+        return metrics
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _last_json_object(text: str) -> dict[str, Any]:
+    """The last JSON object in the output: the whole text, or the last line that is one."""
+    stripped = text.strip()
+    candidates = [stripped] + [line.strip() for line in reversed(stripped.splitlines())]
+    for candidate in candidates:
+        if candidate.startswith("{"):
+            try:
+                data = json.loads(candidate)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                return data
+    raise ValueError(f"no JSON object in the output: {_last_line(text) or '(nothing printed)'}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the program and everything it started, then reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()

@@ -1,0 +1,64 @@
+"""The ask/tell interface every tuner and sampler speaks.
+
+`ask()` proposes a valid config; `tell(config, value)` reports its measured objective (None when
+the evaluation failed). Tuners keep the history and the best config; `direction` says whether
+larger values are better. A tuner may be told configs it did not propose: that is how a resumed
+campaign replays its stored history, and how runs measured earlier (by a sweep, say) seed it.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from stortune.errors import StortuneError
+from stortune.space import Config, Space
+
+DIRECTIONS = ("max", "min")
+
+
+@dataclass
+class Observation:
+    config: Config
+    value: float | None
+
+
+class Tuner(ABC):
+    name: str = ""
+
+    def __init__(
+        self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
+    ) -> None:
+        if direction not in DIRECTIONS:
+            raise StortuneError(f"direction must be 'max' or 'min', not {direction!r}")
+        self.space = space
+        self.direction = direction
+        self.seed = seed
+        self.budget = budget
+        self.history: list[Observation] = []
+
+    @abstractmethod
+    def ask(self) -> Config:
+        """Propose the next config to evaluate (always valid in `space`)."""
+
+    def tell(self, config: Config, value: float | None) -> None:
+        """Record the objective of `config`; failed evaluations come as None."""
+        if value is not None and not math.isfinite(value):
+            value = None
+        self.history.append(Observation(dict(config), value))
+        self._observe(config, value)
+
+    def _observe(self, config: Config, value: float | None) -> None:  # noqa: B027
+        """Hook for subclasses that learn from observations."""
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.direction == "max" else a < b
+
+    @property
+    def best(self) -> Observation | None:
+        best: Observation | None = None
+        for obs in self.history:
+            if obs.value is not None and (best is None or self.better(obs.value, best.value)):
+                best = obs
+        return best
