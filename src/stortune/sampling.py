@@ -68,8 +68,10 @@ def latin_hypercube(
     valid = np.array([_is_valid_point(space, p) for p in points], dtype=bool)
     swaps_left = max_swaps if max_swaps is not None else 200 * n * max(1, len(space))
     before = int((~valid).sum())
-    while not valid.all() and swaps_left > 0 and n > 1:
+    stalled, stall_limit = 0, 50 * n
+    while not valid.all() and swaps_left > 0 and stalled < stall_limit and n > 1:
         swaps_left -= 1
+        stalled += 1
         i = int(rng.choice(np.flatnonzero(~valid)))
         k = int(rng.integers(n - 1))
         k = k + 1 if k >= i else k
@@ -79,6 +81,8 @@ def latin_hypercube(
         if ok_i + ok_k < valid[i] + valid[k]:
             points[[i, k], j] = points[[k, i], j]  # undo: it made things worse
             continue
+        if ok_i + ok_k > valid[i] + valid[k]:
+            stalled = 0
         valid[i], valid[k] = ok_i, ok_k
     repaired = before - int((~valid).sum())
     resampled = 0

@@ -9,6 +9,7 @@ instead (and reported to Optuna as an added trial when its value comes in).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import optuna
@@ -32,6 +33,13 @@ SAMPLERS = ("tpe", "optuna-random", "qmc", "gp", "cmaes")
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    # The peers are used as Optuna ships them; its "experimental" notices are noise for users.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return _sampler(name, seed)
+
+
+def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     if name == "optuna-random":

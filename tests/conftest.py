@@ -1,0 +1,54 @@
+"""Shared fixtures: small spaces written to files, a store in a temporary folder."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stortune.space import Space, parse_space
+from stortune.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+STORTUNE = [sys.executable, "-m", "stortune"]
+
+TOY_SPACE = textwrap.dedent(
+    """\
+    name: toy
+    description: a small space with every kind, a condition and two constraints
+    parameters:
+      block_size: {type: ordinal, values: [1024, 2048, 4096], default: 4096, unit: bytes,
+                   layer: mkfs, apply: reformat}
+      inode_size: {type: ordinal, values: [128, 256, 512, 1024, 2048], default: 256, unit: bytes}
+      journal: {type: categorical, values: [ordered, writeback, journal], default: ordered}
+      barrier: {type: bool, default: true, active_when: "journal != 'writeback'"}
+      commit: {type: int, low: 1, high: 300, log: true, default: 5, unit: s, apply: remount}
+      ratio_a: {type: float, low: 0.0, high: 1.0, default: 0.3}
+      ratio_b: {type: float, low: 0.0, high: 1.0, default: 0.3}
+    constraints:
+      - require: inode_size <= block_size
+        message: inode must fit in a block
+      - require: ratio_a + ratio_b <= 1
+    """
+)
+
+
+@pytest.fixture
+def toy_space() -> Space:
+    return parse_space(TOY_SPACE, "toy.yaml")
+
+
+@pytest.fixture
+def toy_space_file(tmp_path: Path) -> Path:
+    path = tmp_path / "toy.yaml"
+    path.write_text(TOY_SPACE)
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(str(tmp_path / "results.db")) as db:
+        yield db

@@ -1,0 +1,88 @@
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SHARED_DATASETS
+
+from stortune.datasets import design_matrix, load_dataset
+from stortune.errors import DatasetError
+from stortune.space import Kind, space_from_dataset
+
+ARFF = """@relation sample
+% a comment
+@attribute threads numeric
+@attribute engine {inno,myisam}
+@attribute performance numeric
+@data
+4,inno,100.5
+8,myisam,150
+"""
+
+
+def test_arff_last_attribute_is_the_metric(tmp_path: Path) -> None:
+    path = tmp_path / "s.arff"
+    path.write_text(ARFF)
+    ds = load_dataset(path)
+    assert ds.params == ["threads", "engine"] and ds.metrics == ["performance"]
+    assert ds.y().tolist() == [100.5, 150.0] and ds.direction() == "max"
+
+
+def test_moot_suffixes_give_metrics_and_directions(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    pd.DataFrame({"a": [1, 2], "Lat-": [3.0, 4.0], "Thr+": [5.0, 6.0]}).to_csv(path, index=False)
+    ds = load_dataset(path)
+    assert ds.metrics == ["Lat", "Thr"]
+    assert ds.direction("Lat") == "min" and ds.direction("Thr") == "max"
+
+
+def test_named_metrics_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    pd.DataFrame({"a": [1, 2], "b": [3, 4], "y": [5.0, 6.0]}).to_csv(path, index=False)
+    assert load_dataset(path, ["b"]).params == ["a", "y"]
+    with pytest.raises(DatasetError, match="no column"):
+        load_dataset(path, ["zzz"])
+    with pytest.raises(DatasetError, match="no metric 'q'"):
+        load_dataset(path).y("q")
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_dataset(tmp_path / "e.csv")
+    bad = tmp_path / "bad.arff"
+    bad.write_text("@attribute a numeric\n@attribute b numeric\n@data\n1,2,3\n")
+    with pytest.raises(DatasetError, match="bad.arff:4: 3 values, 2 attributes"):
+        load_dataset(bad)
+
+
+def test_design_matrix_one_hot_groups() -> None:
+    frame = pd.DataFrame({"n": [1, 2, 3], "c": ["x", "y", "x"], "b": [True, False, True]})
+    matrix, groups = design_matrix(frame, ["n", "c", "b"])
+    assert groups == {"n": ["n"], "c": ["c=x", "c=y"], "b": ["b"]}
+    assert matrix["c=y"].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_space_inferred_from_a_dataset(tmp_path: Path) -> None:
+    path = tmp_path / "i.csv"
+    pd.DataFrame(
+        {
+            "few": [1, 2, 4, 2],
+            "many": list(range(0, 40, 10)),
+            "real": [0.1, 0.5, 0.25, 0.9],
+            "cat": ["a", "b", "a", "a"],
+            "y+": [1.0, 2.0, 3.0, 4.0],
+        }
+    ).to_csv(path, index=False)
+    space = space_from_dataset(load_dataset(path), max_levels=3)
+    assert space["few"].kind is Kind.ORDINAL and space["few"].values == (1, 2, 4)
+    assert space["many"].kind is Kind.INT and (space["many"].low, space["many"].high) == (0, 30)
+    assert space["real"].kind is Kind.FLOAT
+    assert space["cat"].kind is Kind.CATEGORICAL and space["cat"].default == "a"
+
+
+@pytest.mark.skipif(
+    not SHARED_DATASETS.exists(), reason="../shared/datasets is not beside the repo"
+)
+def test_shared_datasets_load() -> None:
+    postgres = load_dataset(SHARED_DATASETS / "moot-promisetune" / "PostgreSQL.csv")
+    assert postgres.metrics == ["Performance"] and len(postgres.params) == 9
+    assert len(postgres.aggregated().frame) < len(postgres.frame)
+    cassandra = load_dataset(SHARED_DATASETS / "bestconf-samples" / "cassandraYcsba.arff")
+    assert cassandra.metrics == ["performance"] and len(cassandra.frame) == 101

@@ -1,0 +1,112 @@
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from stortune.datasets import from_frame
+from stortune.errors import TargetError
+from stortune.space import parse_space
+from stortune.targets import make_target
+from stortune.targets.command import CommandTarget
+from stortune.targets.table import TableTarget
+
+ECHO = [
+    sys.executable,
+    "-c",
+    "import json, sys, os; print(json.dumps({'argv': sys.argv[1:], 'n': len(sys.argv) - 1,"
+    " 'cfg': float(json.loads(os.environ['STORTUNE_CONFIG'])['v'] == sys.argv[1])}))",
+]
+
+
+def test_values_reach_the_program_as_single_arguments_never_a_shell(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    evil = f"x; touch {marker} && $(touch {marker}) `touch {marker}`"
+    target = CommandTarget([*ECHO, "{v}"])
+    with target:
+        target.apply({"v": evil})
+        measurement = target.run()
+    assert measurement.ok, measurement.error
+    assert measurement.metrics["n"] == 1.0  # one argv item, however many spaces and quotes
+    assert measurement.metrics["cfg"] == 1.0  # the config also arrives intact as JSON
+    assert not marker.exists()
+
+
+def test_placeholders_inside_an_argument_and_workdir(tmp_path: Path) -> None:
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import json, sys, os\n"
+        "print(json.dumps({'ok': float(os.path.isdir(sys.argv[2])),"
+        " 'bs': float(sys.argv[1].split('=')[1])}))\n"
+    )
+    target = CommandTarget([sys.executable, str(script), "--bs={bs}", "{workdir}"])
+    with target:
+        target.apply({"bs": 4096})
+        m = target.run()
+    assert m.metrics == {"ok": 1.0, "bs": 4096.0}
+
+
+def test_missing_program_and_missing_parameter_are_clear() -> None:
+    with pytest.raises(TargetError, match="command not found: no-such-program"):
+        CommandTarget(["no-such-program", "{x}"]).setup()
+    with pytest.raises(TargetError, match=r"names \{x\}"):
+        CommandTarget([sys.executable, "{x}"]).apply({"y": 1})
+
+
+def test_command_target_rebuilds_from_its_spec() -> None:
+    target = CommandTarget("prog --a {a}", output="fio")
+    again = make_target(
+        target.describe(),
+        parse_space("name: s\nparameters:\n  a: {type: int, low: 1, high: 2, default: 1}\n"),
+    )
+    assert isinstance(again, CommandTarget)
+    assert again.argv == ["prog", "--a", "{a}"] and again.output == "fio"
+
+
+@pytest.fixture
+def table() -> TableTarget:
+    frame = pd.DataFrame(
+        {
+            "bs": [4, 4, 8, 8, 16],
+            "fs": ["ext4", "ext4", "xfs", "ext4", "xfs"],
+            "Throughput+": [10.0, 12.0, 20.0, 15.0, 30.0],
+        }
+    )
+    return TableTarget(from_frame(frame, source="t.csv"))
+
+
+def test_table_replays_repetitions_in_turn(table: TableTarget) -> None:
+    table.apply({"bs": 4, "fs": "ext4"})
+    values = [table.run().metrics["Throughput"] for _ in range(3)]
+    assert values == [10.0, 12.0, 10.0]
+    assert table.optimum() == 30.0
+    assert len(table.configs()) == 4
+
+
+def test_table_unknown_config_is_an_error_or_the_nearest(table: TableTarget) -> None:
+    with pytest.raises(TargetError, match="config not in the dataset t.csv"):
+        table.apply({"bs": 16, "fs": "ext4"})
+    table.nearest = True
+    table.apply({"bs": 16, "fs": "ext4"})
+    assert table.run().metrics["Throughput"] in (15.0, 30.0)
+
+
+def test_table_target_from_spec(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1, 2], "y+": [1.0, 2.0]}).to_csv(path, index=False)
+    spec = {"kind": "table", "dataset": str(path)}
+    target = make_target(
+        spec,
+        parse_space("name: s\nparameters:\n  a: {type: ordinal, values: [1, 2], default: 1}\n"),
+    )
+    target.apply({"a": 2})
+    assert target.run().metrics == {"y": 2.0}
+    assert json.loads(json.dumps(target.describe()))["dataset"] == str(path)
+
+
+def test_unknown_target_kind() -> None:
+    with pytest.raises(TargetError, match="unknown target 'nfs'"):
+        make_target(
+            {"kind": "nfs"}, parse_space("name: s\nparameters:\n  a: {type: bool, default: true}\n")
+        )
