@@ -130,17 +130,23 @@ class Space:
 
     def first_violation(self, config: Mapping[str, Any]) -> Constraint | None:
         """The first constraint that a config (of active, coerced values) breaks, if any."""
+        return next(self._violated(config), None)
+
+    def violations(self, config: Mapping[str, Any]) -> list[Constraint]:
+        """Every constraint that a config breaks (for repairs that reduce their number)."""
+        return list(self._violated(config))
+
+    def _violated(self, config: Mapping[str, Any]) -> Iterator[Constraint]:
         for c in self.constraints:
             if not c.expression.names <= config.keys():
                 continue
             try:
                 if not c.holds(config):
-                    return c
+                    yield c
             except (TypeError, ValueError, ZeroDivisionError, ArithmeticError) as exc:
                 raise ConfigError(
                     f"constraint {c.expression.text!r} cannot be evaluated: {exc}"
                 ) from None
-        return None
 
     def is_valid(self, config: Mapping[str, Any]) -> bool:
         try:
@@ -284,8 +290,8 @@ class _HeldSpace(Space):
         full = self.parent.validate({**self.held, **dict(config)}, fill_defaults)
         return {k: v for k, v in full.items() if k in self._by_name}
 
-    def first_violation(self, config: Mapping[str, Any]) -> Constraint | None:
-        return self.parent.first_violation({**self.held, **dict(config)})
+    def _violated(self, config: Mapping[str, Any]) -> Iterator[Constraint]:
+        return self.parent._violated({**self.held, **dict(config)})
 
     def full_config(self, config: Mapping[str, Any]) -> Config:
         """The parent's config: held values plus this subspace's."""
