@@ -1,0 +1,254 @@
+"""How few runs find the same top parameters? Carver vs Lasso vs Optuna's fANOVA (the peer).
+
+For every dataset (the shared moot/PromiseTune CSVs and BestConfig ARFFs, plus any paths given
+as arguments), each method ranks all configurations (its own ground truth, timed), then random
+subsets at each fraction (Carver's section 5.4 study). The subsets are the same for every method
+(`draw_subsets` is seeded by size and prefix-stable, so a method given fewer trials sees the
+first of them). Reported per fraction and method: the share of trials whose k-th pick is the
+method's own full-data k-th parameter (k = 1..3), the same against Carver's full-data ranking,
+and seconds per ranking (Carver ranks all trials of a fraction in one numpy batch: its time is
+that batch over the trials).
+
+fANOVA runs with `max_depth` 8 instead of Optuna's 64 by default: full-depth forests on a few
+thousand continuous rows take minutes per ranking (`--fanova-depth 64` for Optuna's default).
+
+Usage: python bench/importance.py [EXTRA_DATASET ...] [--carver-trials 1000] [--lasso-trials 200]
+       [--fanova-trials 10] [--fanova-max-rows 300] [--fractions 0.002,0.005,...] [--plots DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
+from optuna.importance import FanovaImportanceEvaluator, get_param_importances
+from rich.console import Console
+from rich.table import Table
+
+from stortune.datasets import Dataset, load_dataset
+from stortune.importance import StudyResult, draw_subsets, rank_subsets, study_dataset
+from stortune.importance.common import jsonable
+from stortune.importance.study import Ranker, full_ranking, subset_size
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "datasets"
+DEFAULT_FRACTIONS = "0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.5"
+DEPTH = 3
+console = Console()
+
+
+def shared_datasets() -> list[Path]:
+    return sorted((SHARED / "moot-promisetune").glob("*.csv")) + sorted(
+        (SHARED / "bestconf-samples").glob("*.arff")
+    )
+
+
+def fanova_ranker(data: Dataset, trees: int, depth: int, seed: int) -> Ranker:
+    """Rank by Optuna's fANOVA on a study made of the subset's rows (one trial per row)."""
+    distributions = _distributions(data)
+    metric = data.metrics[0]
+
+    def fanova(sub: Dataset) -> list[str]:
+        study = optuna.create_study(
+            direction="minimize" if data.direction() == "min" else "maximize"
+        )
+        study.add_trials(
+            [
+                optuna.trial.create_trial(
+                    params={p: _value(row[p], distributions[p]) for p in distributions},
+                    distributions=distributions,
+                    value=float(row[metric]),
+                )
+                for row in sub.frame.to_dict("records")
+            ]
+        )
+        evaluator = FanovaImportanceEvaluator(n_trees=trees, max_depth=depth, seed=seed)
+        try:
+            return list(get_param_importances(study, evaluator=evaluator))
+        except (RuntimeError, ValueError, ZeroDivisionError):  # e.g. a constant subset
+            return []
+
+    return fanova
+
+
+def _distributions(data: Dataset) -> dict[str, BaseDistribution]:
+    """Each parameter's range over the full data; constant parameters are left out."""
+    out: dict[str, BaseDistribution] = {}
+    for p in data.params:
+        col = data.frame[p]
+        if col.nunique() < 2:
+            continue
+        if col.dtype.kind in "iuf":
+            out[p] = FloatDistribution(float(col.min()), float(col.max()))
+        else:
+            out[p] = CategoricalDistribution(sorted(col.astype(str).unique()))
+    return out
+
+
+def _value(value: Any, dist: BaseDistribution) -> Any:
+    return float(value) if isinstance(dist, FloatDistribution) else str(value)
+
+
+def bench_dataset(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    data = study_dataset(load_dataset(path))
+    n = len(data.frame)
+    sizes = sorted({subset_size(n, f) for f in args.fractions} - {n})
+    methods: dict[str, tuple[str | Ranker, int, int]] = {
+        "carver": ("carver", args.carver_trials, n),
+        "lasso": ("lasso", args.lasso_trials, n),
+        "fanova": (
+            fanova_ranker(data, args.fanova_trees, args.fanova_depth, args.seed),
+            args.fanova_trials,
+            args.fanova_max_rows,
+        ),
+    }
+    studies: dict[str, StudyResult] = {}
+    full_seconds: dict[str, float] = {}
+    for name, (method, trials, max_rows) in methods.items():
+        start = time.perf_counter()
+        truth = full_ranking(data, method, DEPTH)
+        full_seconds[name] = time.perf_counter() - start
+        kept, rankings, seconds = [], [], []
+        for size in (s for s in sizes if s <= max_rows and trials > 0):
+            subsets = draw_subsets(n, size, trials, args.seed)
+            start = time.perf_counter()
+            rankings.append(rank_subsets(data, subsets, method, DEPTH, seed=args.seed))
+            seconds.append(time.perf_counter() - start)
+            kept.append(size)
+        studies[name] = StudyResult(
+            source=str(path),
+            metric=data.metrics[0],
+            method=name,
+            params=list(data.params),
+            truth=truth,
+            fractions=[s / n for s in kept],
+            sizes=kept,
+            rankings=rankings,
+            seconds=seconds,
+        )
+        console.print(f"  {name}: {sum(seconds) + full_seconds[name]:.1f} s", highlight=False)
+    return _summary(path, data, studies, full_seconds)
+
+
+def _summary(
+    path: Path, data: Dataset, studies: dict[str, StudyResult], full_seconds: dict[str, float]
+) -> dict[str, Any]:
+    carver_truth = studies["carver"].truth
+    rows = []
+    for size in studies["carver"].sizes:
+        row: dict[str, Any] = {"size": size, "fraction": size / len(data.frame)}
+        for name, study in studies.items():
+            if size not in study.sizes:
+                continue
+            i = study.sizes.index(size)
+            row[name] = {
+                "trials": len(study.rankings[i]),
+                "success": study.success()[i],
+                "success_vs_carver": study.success(carver_truth)[i],
+                "seconds_per_ranking": study.seconds[i] / len(study.rankings[i]),
+            }
+        rows.append(row)
+    return {
+        "dataset": path.name,
+        "path": str(path),
+        "metric": data.metrics[0],
+        "direction": data.direction(),
+        "configurations": len(data.frame),
+        "parameters": len(data.params),
+        "truth": {name: s.truth for name, s in studies.items()},
+        "full_ranking_seconds": full_seconds,
+        "fractions": rows,
+        "_studies": studies,
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    truths = "; ".join(f"{m}: {', '.join(t) or '-'}" for m, t in result["truth"].items())
+    console.print(
+        f"\n[bold]{result['dataset']}[/] ({result['configurations']} configurations, "
+        f"{result['parameters']} parameters, {result['metric']} {result['direction']})\n"
+        f"full-data top {DEPTH}: {truths}",
+        highlight=False,
+    )
+    table = Table()
+    for column in ("fraction", "rows", "method", "trials", "#1", "#2", "#3", "ms/ranking"):
+        table.add_column(column, justify="left" if column == "method" else "right")
+    for row in result["fractions"]:
+        present = [m for m in result["truth"] if m in row]
+        for i, method in enumerate(present):
+            entry = row[method]
+            table.add_row(
+                f"{row['fraction']:.2%}" if i == 0 else "",
+                str(row["size"]) if i == 0 else "",
+                method,
+                str(entry["trials"]),
+                *("-" if math.isnan(r) else f"{r:.2f}" for r in entry["success"]),
+                f"{1000 * entry['seconds_per_ranking']:.3g}",
+                end_section=i == len(present) - 1,
+            )
+    full = ", ".join(f"{m} {s:.2f} s" for m, s in result["full_ranking_seconds"].items())
+    console.print(table)
+    console.print(f"full-data ranking: {full}", highlight=False)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="*", type=Path, help="extra dataset files")
+    parser.add_argument("--fractions", default=DEFAULT_FRACTIONS)
+    parser.add_argument("--carver-trials", type=int, default=1000)
+    parser.add_argument("--lasso-trials", type=int, default=200)
+    parser.add_argument("--fanova-trials", type=int, default=10)
+    parser.add_argument("--fanova-max-rows", type=int, default=300)
+    parser.add_argument("--fanova-trees", type=int, default=64)
+    parser.add_argument("--fanova-depth", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only-extra", action="store_true", help="skip the shared datasets")
+    parser.add_argument("--plots", type=Path, help="write Fig. 5-style curves here")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "importance.json")
+    args = parser.parse_args(argv)
+    args.fractions = [float(f) for f in args.fractions.split(",")]
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    paths = ([] if args.only_extra else shared_datasets()) + list(args.datasets)
+    if not paths:
+        sys.exit(f"no datasets: none under {SHARED} and none given")
+    results = []
+    started = time.perf_counter()
+    for path in paths:
+        console.print(f"{path.name} ...", highlight=False)
+        result = bench_dataset(path, args)
+        print_table(result)
+        if args.plots:
+            from stortune.importance.plots import plot_study
+
+            plot_study(list(result["_studies"].values()), args.plots / path.stem)
+        results.append({k: v for k, v in result.items() if k != "_studies"})
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    settings["datasets"] = [str(p) for p in paths]
+    report = {
+        "settings": settings,
+        "cpus": os.cpu_count(),
+        "total_seconds": time.perf_counter() - started,
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(jsonable(report), indent=2, allow_nan=False) + "\n")
+    console.print(f"\nwrote {args.out} ({report['total_seconds']:.0f} s)", highlight=False)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,221 @@
+"""`stortune rank | rank-study`: which parameters matter, and how few runs tell.
+
+The commands only resolve where the data comes from and print; the work is
+`stortune.importance.rank_dataset` and `subsample_study`, so other sources of a `Dataset` (a
+stored campaign, a live sampled budget) plug in here without touching the ranking.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.table import Table
+
+from stortune import importance
+from stortune.cli.common import console, print_json
+from stortune.datasets import Dataset, load_dataset
+from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD
+from stortune.importance.common import RankError
+
+if TYPE_CHECKING:
+    from stortune.importance import CarverResult, LassoResult, StudyResult
+
+DEFAULT_FRACTIONS = "0.001,0.002,0.004,0.008,0.016,0.032,0.064,0.128,0.256,0.512"
+LASSO_ROWS = 20
+STOP_TEXT = {
+    "top-n": "reached --top",
+    "no-reduction": "no remaining parameter reduces the variance of any cell",
+    "exhausted": "every parameter is selected",
+}
+
+JsonOption = typer.Option(False, "--json", help="Print JSON.")
+MetricOption = typer.Option(None, "--metric", help="Metric to rank for (default: the first).")
+BinsOption = typer.Option(
+    DEFAULT_BINS, "--bins", help="Quantile bins for a numeric parameter with more distinct values."
+)
+
+
+def resolve_dataset(source: Path | None) -> Dataset:
+    """The data to rank; only files for now (campaigns and live budgets come later)."""
+    if source is None:
+        raise RankError("say what to rank: --from FILE (CSV, Parquet or ARFF)")
+    return load_dataset(source)
+
+
+def parse_fractions(text: str) -> list[float]:
+    try:
+        fractions = [float(f) for f in text.split(",") if f.strip()]
+    except ValueError:
+        raise RankError(f"--fractions: {text!r} is not a comma-separated list of numbers") from None
+    bad = [f for f in fractions if not 0 < f <= 1]
+    if not fractions or bad:
+        raise RankError(f"--fractions must be in (0, 1], e.g. 0.001,0.01,0.1 (got {text!r})")
+    return fractions
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("rank")
+    def rank_command(
+        source: Path = typer.Option(None, "--from", help="Dataset file: CSV, Parquet or ARFF."),
+        method: str = typer.Option("carver", "--method", help="carver or lasso."),
+        metric: str = MetricOption,
+        stop: str = typer.Option(
+            None, "--stop", help="Carver's stop rule: rsd (default), top-n or none."
+        ),
+        top: int = typer.Option(None, "--top", help="At most this many parameters (top-n: 3)."),
+        rsd: float = typer.Option(DEFAULT_RSD, "--rsd", help="RSD threshold of --stop rsd."),
+        bins: int = BinsOption,
+        plots: Path = typer.Option(None, "--plots", help="Write PNG and SVG figures here."),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Rank parameters by importance: Carver's greedy variance reduction or Lasso.
+
+        Example: stortune rank --from runs.csv --method carver --stop rsd --plots figs/
+        """
+        dataset = resolve_dataset(source)
+        result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins)
+        written = importance.write_plots(dataset, result, plots) if plots else []
+        if json_out:
+            print_json(result.to_dict() | {"plots": [str(p) for p in written]})
+            return
+        if isinstance(result, importance.CarverResult):
+            _print_carver(result)
+        else:
+            _print_lasso(result, top or LASSO_ROWS)
+        for path in written:
+            console.print(f"wrote {path}", highlight=False)
+
+    @app.command("rank-study")
+    def rank_study_command(
+        source: Path = typer.Argument(..., help="Dataset file: CSV, Parquet or ARFF."),
+        fractions: str = typer.Option(
+            DEFAULT_FRACTIONS, "--fractions", help="Comma-separated shares of the rows."
+        ),
+        trials: int = typer.Option(1000, "--trials", help="Random subsets per fraction."),
+        method: str = typer.Option("carver", "--method", help="carver or lasso (slower)."),
+        metric: str = MetricOption,
+        depth: int = typer.Option(3, "--depth", help="Ranks to check (1st, 2nd, ...)."),
+        bins: int = BinsOption,
+        seed: int = typer.Option(0, "--seed", help="Seed of the subsets."),
+        plot: Path = typer.Option(None, "--plot", help="Write the success curves (PNG + SVG)."),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """How often a random share of the data finds the full data's top parameters
+        (Carver's subsample study, Fig. 5).
+
+        Example: stortune rank-study runs.csv --fractions 0.01,0.05,0.2 --trials 1000
+        """
+        if depth < 1:
+            raise RankError(f"--depth must be at least 1 (got {depth})")
+        dataset = load_dataset(source)
+        study = importance.subsample_study(
+            dataset, parse_fractions(fractions), trials, method, metric, depth, bins, seed
+        )
+        written = []
+        if plot:
+            from stortune.importance.plots import plot_study
+
+            written = plot_study([study], plot)
+        if json_out:
+            print_json(study.to_dict() | {"plots": [str(p) for p in written]})
+            return
+        _print_study(study)
+        for path in written:
+            console.print(f"wrote {path}", highlight=False)
+
+
+def _direction(direction: str) -> str:
+    return "lower is better" if direction == "min" else "higher is better"
+
+
+def _print_carver(result: CarverResult) -> None:
+    console.print(
+        f"Carver ranking of {result.metric} ({_direction(result.direction)}): "
+        f"{result.n_rows} configurations, RSD {_percent(result.rsd)}",
+        highlight=False,
+    )
+    table = Table()
+    columns = ("#", "parameter", "PI/CPI", "runner-up", "best value", "rows", "mean", "RSD")
+    for column in columns:
+        table.add_column(column, no_wrap=column == "parameter")
+    for i, step in enumerate(result.steps, start=1):
+        others = {p: s for p, s in step.scores.items() if p != step.param}
+        runner = max(others, key=lambda p: others[p]) if others else None
+        table.add_row(
+            str(i),
+            step.param,
+            f"{step.kind} {step.score:.3g}",
+            f"{runner} {others[runner]:.3g}" if runner else "",
+            step.best_values[step.param],
+            str(step.best_size),
+            f"{step.best_mean:.4g}",
+            _percent(step.best_rsd),
+        )
+    if result.steps:
+        console.print(table)
+    console.print(
+        f"stopped: {_stop_text(result)}. Best value: of that parameter in the best-performing "
+        "cell of the selected ones (mean, RSD and rows of that cell).",
+        highlight=False,
+    )
+
+
+def _stop_text(result: CarverResult) -> str:
+    if result.stop != "rsd":
+        return STOP_TEXT[result.stop]
+    if not result.steps:
+        return "the metric's RSD is already below the threshold: no parameter matters"
+    return "the best cell's RSD is below the threshold"
+
+
+def _percent(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1%}"
+
+
+def _print_lasso(result: LassoResult, rows: int) -> None:
+    logged = ", ".join(result.logged) or "none"
+    console.print(
+        f"Lasso ranking of {result.metric} ({_direction(result.direction)}): {result.n_rows} "
+        f"configurations, CV alpha {result.alpha_cv:.3g}; log10 applied to: {logged}",
+        highlight=False,
+    )
+    table = Table()
+    for column in ("#", "parameter", "enters at alpha", "|coef| at CV alpha", "rank by |coef|"):
+        table.add_column(column, no_wrap=column == "parameter")
+    coef_rank = {p: i for i, p in enumerate(result.coef_ranking, start=1)}
+    for i, param in enumerate(result.ranking[:rows], start=1):
+        alpha = result.entry_alpha[param]
+        table.add_row(
+            str(i),
+            param,
+            "never" if alpha is None else f"{alpha:.3g}",
+            f"{result.coef[param]:.3g}",
+            str(coef_rank[param]),
+        )
+    console.print(table)
+
+
+def _print_study(study: StudyResult) -> None:
+    console.print(
+        f"{study.method} on {study.source}: full-data top {study.depth} for {study.metric}: "
+        f"{', '.join(study.truth) or '-'}",
+        highlight=False,
+    )
+    table = Table()
+    for column in ("fraction", "rows", "trials", *(f"#{k + 1}" for k in range(study.depth))):
+        table.add_column(column, justify="right")
+    table.add_column("s/ranking", justify="right")
+    for f, size, picks, seconds, rates in zip(
+        study.fractions, study.sizes, study.rankings, study.seconds, study.success(), strict=True
+    ):
+        table.add_row(
+            f"{f:.2%}",
+            str(size),
+            str(len(picks)),
+            *(_percent(r) for r in rates),
+            f"{seconds / len(picks):.2g}",
+        )
+    console.print(table)

@@ -1,0 +1,80 @@
+"""One entry point for "rank this dataset": the `stortune rank` command and reports call it.
+
+The CLI resolves where the data comes from (a file now; a stored campaign or a live sampled
+budget later) and hands a `Dataset` to `rank_dataset`; nothing here knows about the source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stortune.datasets import Dataset
+from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, CarverResult, rank_carver
+from stortune.importance.common import RankError
+from stortune.importance.lasso import LassoResult, rank_lasso
+
+METHODS = ("carver", "lasso")
+# Figures of many parameters are unreadable; plots show the leading ones.
+PLOT_PARAMS = 9
+FIXED_SET_PARAMS = 6
+
+
+def rank_dataset(
+    dataset: Dataset,
+    method: str = "carver",
+    metric: str | None = None,
+    stop: str | None = None,
+    top: int | None = None,
+    rsd: float = DEFAULT_RSD,
+    bins: int = DEFAULT_BINS,
+) -> CarverResult | LassoResult:
+    """Rank the parameters of `dataset` for one metric with Carver (default stop: rsd) or Lasso."""
+    if method not in METHODS:
+        raise RankError(f"unknown method {method!r} (use one of: {', '.join(METHODS)})")
+    if top is not None and top < 1:
+        raise RankError(f"--top must be at least 1 (got {top})")
+    if not 0 <= rsd < 1:
+        raise RankError(f"--rsd is a fraction in [0, 1) (got {rsd}); 2% is 0.02")
+    if method == "lasso":
+        if stop is not None:
+            raise RankError("--stop applies to --method carver only (Lasso ranks every parameter)")
+        return rank_lasso(dataset, metric)
+    return rank_carver(dataset, metric, stop or "rsd", top, rsd, bins)
+
+
+def write_plots(
+    dataset: Dataset, result: CarverResult | LassoResult, directory: str | Path
+) -> list[Path]:
+    """The figures for one ranking (PNG and SVG each) in `directory`."""
+    from stortune.importance import plots  # matplotlib only when figures are asked for
+
+    out = Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RankError(f"{out}: cannot create the plot directory: {exc.strerror}") from None
+    if isinstance(result, LassoResult):
+        leading = result.ranking[:PLOT_PARAMS]
+        written = plots.plot_lasso_path(result, out / "lasso-path")
+    else:
+        leading = _leading_carver(result) or result.params[:PLOT_PARAMS]
+        written = plots.plot_steps(result, out / "carver-steps")
+        written += plots.plot_fixed_sets(
+            dataset,
+            out / "fixed-sets",
+            leading[:FIXED_SET_PARAMS],
+            metric=result.metric,
+            bins=result.bins,
+        )
+    bins = result.bins if isinstance(result, CarverResult) else DEFAULT_BINS
+    written += plots.plot_boxplots(dataset, out / "boxplots", leading, result.metric, bins)
+    return written
+
+
+def _leading_carver(result: CarverResult) -> list[str]:
+    """Selected parameters first, then the rest by their PI."""
+    rest = []
+    if result.steps:
+        pi = result.steps[0].scores
+        rest = sorted((p for p in pi if p not in result.selected), key=lambda p: -pi[p])
+    return [*result.selected, *rest][:PLOT_PARAMS]
