@@ -14,6 +14,7 @@ from stortune.targets.base import Measurement, Target, Workload
 # target's heavy or optional dependencies cost nothing until it is used.
 REGISTRY: dict[str, str] = {
     "command": "stortune.targets.command:CommandTarget",
+    "localfs": "stortune.targets.localfs:LocalFsTarget",
     "table": "stortune.targets.table:TableTarget",
 }
 

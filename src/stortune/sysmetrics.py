@@ -1,0 +1,200 @@
+"""System metrics sampled during a run: CPU, memory, dirty pages, disk utilisation, load.
+
+A benchmark number means little without knowing what else the machine did meanwhile (MEASURING.md:
+throughput followed the load average of other work). `SystemSampler` reads /proc every second in
+a thread while a run goes on and summarises what it saw as ``sys.*`` metrics (mean, and max as
+``*_max``), stored with every run; `snapshot()` gives the instantaneous gauges tuners use as state.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+_MB = 1024 * 1024
+_SECTOR = 512
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """One reading of the counters and gauges."""
+
+    when: float
+    cpu: tuple[int, ...]  # user nice system idle iowait irq softirq steal (jiffies)
+    memory: dict[str, float]  # MB
+    disks: dict[str, tuple[int, int, int]]  # name -> (sectors read, sectors written, io ms)
+
+
+def _read_cpu() -> tuple[int, ...]:
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return tuple(int(x) for x in fields[1:9])
+
+
+def _read_memory() -> dict[str, float]:
+    values: dict[str, float] = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            values[key] = float(rest.split()[0]) / 1024  # kB -> MB
+    return {
+        "mem_used_mb": values.get("MemTotal", 0.0) - values.get("MemAvailable", 0.0),
+        "cached_mb": values.get("Cached", 0.0),
+        "dirty_mb": values.get("Dirty", 0.0),
+        "writeback_mb": values.get("Writeback", 0.0),
+    }
+
+
+def _read_disks() -> dict[str, tuple[int, int, int]]:
+    disks = {}
+    with open("/proc/diskstats") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 13:
+                disks[fields[2]] = (int(fields[5]), int(fields[9]), int(fields[12]))
+    return disks
+
+
+def _sample() -> _Sample:
+    return _Sample(time.monotonic(), _read_cpu(), _read_memory(), _read_disks())
+
+
+def _hardware_disks() -> set[str]:
+    """Whole disks backed by a device (not loop, zram, device-mapper or partitions): the disks
+    whose I/O includes everything else on the machine, our own loop devices' included."""
+    root = Path("/sys/block")
+    return {p.name for p in root.iterdir() if (p / "device").exists()} if root.exists() else set()
+
+
+def _device_name(device: str) -> str:
+    return os.path.basename(os.path.realpath(device)) if device.startswith("/") else device
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+def snapshot() -> dict[str, float]:
+    """Instantaneous gauges: 1-minute load average and memory (MB)."""
+    out = {"sys.loadavg": loadavg()}
+    out.update({f"sys.{k}": v for k, v in _read_memory().items()})
+    return out
+
+
+class SystemSampler:
+    """Samples /proc every `interval` seconds between `start()` and `stop()` in a daemon thread.
+
+    `devices` are the devices the run uses (e.g. ``/dev/loop3``): their utilisation and traffic
+    are reported as ``sys.disk_*``; I/O on the machine's hardware disks beyond theirs is reported
+    as ``sys.other_io_mb``, a sign that something else disturbed the run.
+    """
+
+    def __init__(self, devices: Iterable[str] = (), interval: float = 1.0) -> None:
+        self.devices = [_device_name(d) for d in devices]
+        self.interval = interval
+        self._samples: list[_Sample] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._load_start = 0.0
+
+    def start(self) -> SystemSampler:
+        self._load_start = loadavg()
+        self._samples = [_sample()]
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="stortune-sysmetrics", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._samples.append(_sample())
+
+    def stop(self) -> dict[str, float]:
+        """Stop sampling and summarise (one last sample closes the final interval)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        self._samples.append(_sample())
+        return self.summary()
+
+    def __enter__(self) -> SystemSampler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self.stop()
+
+    def summary(self) -> dict[str, float]:
+        samples = self._samples
+        out: dict[str, float] = {
+            "sys.loadavg_start": self._load_start,
+            "sys.loadavg_end": loadavg(),
+        }
+        if len(samples) < 2:
+            return out
+        intervals = list(zip(samples, samples[1:], strict=False))
+        for name, index in (("cpu_idle_pct", 3), ("cpu_iowait_pct", 4), ("cpu_system_pct", 2)):
+            per = [_cpu_share(a, b, index) for a, b in intervals]
+            _mean_max(out, name, per, whole=_cpu_share(samples[0], samples[-1], index))
+        user = [_cpu_share(a, b, 0) + _cpu_share(a, b, 1) for a, b in intervals]
+        whole_user = _cpu_share(samples[0], samples[-1], 0) + _cpu_share(samples[0], samples[-1], 1)
+        _mean_max(out, "cpu_user_pct", user, whole=whole_user)
+        for key in samples[0].memory:
+            _mean_max(out, key, [s.memory[key] for s in samples])
+        self._disk_metrics(out, intervals, samples[0], samples[-1])
+        return out
+
+    def _disk_metrics(
+        self,
+        out: dict[str, float],
+        intervals: list[tuple[_Sample, _Sample]],
+        first: _Sample,
+        last: _Sample,
+    ) -> None:
+        own = [d for d in self.devices if d in first.disks and d in last.disks]
+        if own:
+            util = [_util(a, b, own) for a, b in intervals]
+            _mean_max(out, "disk_util_pct", util, whole=_util(first, last, own))
+            out["sys.disk_read_mb"] = _traffic(first, last, own, 0)
+            out["sys.disk_write_mb"] = _traffic(first, last, own, 1)
+        hardware = sorted(_hardware_disks() - set(own))
+        other = _traffic(first, last, hardware, 0) + _traffic(first, last, hardware, 1)
+        # A loop device's I/O lands on the hardware disk under its image: count it out.
+        own_loops = [d for d in own if d.startswith("loop")]
+        other -= _traffic(first, last, own_loops, 0) + _traffic(first, last, own_loops, 1)
+        out["sys.other_io_mb"] = max(other, 0.0)
+
+
+def _cpu_share(a: _Sample, b: _Sample, index: int) -> float:
+    deltas = [y - x for x, y in zip(a.cpu, b.cpu, strict=True)]
+    total = sum(deltas)
+    return 100.0 * deltas[index] / total if total > 0 else 0.0
+
+
+def _util(a: _Sample, b: _Sample, devices: list[str]) -> float:
+    """Busiest device's share of wall time spent doing I/O, in percent."""
+    elapsed_ms = max((b.when - a.when) * 1000.0, 1e-9)
+    busy = [b.disks[d][2] - a.disks[d][2] for d in devices if d in a.disks and d in b.disks]
+    return min(100.0, 100.0 * max(busy, default=0) / elapsed_ms)
+
+
+def _traffic(a: _Sample, b: _Sample, devices: Iterable[str], index: int) -> float:
+    total = sum(
+        b.disks[d][index] - a.disks[d][index] for d in devices if d in a.disks and d in b.disks
+    )
+    return total * _SECTOR / _MB
+
+
+def _mean_max(
+    out: dict[str, float], name: str, values: list[float], whole: float | None = None
+) -> None:
+    """``sys.NAME`` (mean; `whole` when the whole-run value is exact) and ``sys.NAME_max``."""
+    if not values:
+        return
+    out[f"sys.{name}"] = whole if whole is not None else sum(values) / len(values)
+    out[f"sys.{name}_max"] = max(values)

@@ -1,0 +1,163 @@
+"""A journal of what a target created or changed, so that all of it can be undone.
+
+Every image, loop device, mount, cgroup and sysfs/sysctl change is written (and fsync'd) to a
+journal file in the state directory *before* it is made. Undoing the entries in reverse order is
+the target's teardown; undoing only the settings is its clean-up after a failed apply; and a
+journal whose owner died (its flock is free) is undone by the next target that starts, so that a
+SIGKILL or power cut never leaves vm.dirty_ratio or a loop device behind.
+
+A machine lock in the same directory lets one target at a time change machine-wide settings and
+measure (MEASURING.md: anything else doing I/O spoils a run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from stortune.errors import BusyError, StortuneError, TargetError
+from stortune.targets import cgroup, loopdev, mounts, sysconf
+
+_counter = itertools.count()
+
+
+class Journal:
+    """An open journal, locked by this process for as long as it lives."""
+
+    def __init__(self, path: Path, fd: int, entries: list[dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self._fd = fd
+        self.entries: list[dict[str, Any]] = entries or []
+
+    @classmethod
+    def create(cls, state_dir: Path) -> Journal:
+        stem = f"journal-{os.getpid()}-{next(_counter)}"
+        temporary = state_dir / f".{stem}.new"
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        path = state_dir / f"{stem}.jsonl"
+        os.rename(temporary, path)  # visible to recovery only once locked
+        return cls(path, fd)
+
+    def record(self, op: str, **fields: Any) -> None:
+        """Remember a change before making it."""
+        entry = {"op": op, **fields}
+        os.write(self._fd, (json.dumps(entry) + "\n").encode())
+        os.fsync(self._fd)
+        self.entries.append(entry)
+
+    def undo(self, ops: set[str] | None = None) -> list[str]:
+        """Undo the entries (of `ops`, or all) newest first; return what could not be undone.
+        Undone entries leave the journal; failed ones stay for the next try."""
+        problems, kept = [], []
+        for entry in reversed(self.entries):
+            if ops is not None and entry["op"] not in ops:
+                kept.append(entry)
+                continue
+            try:
+                _undo(entry)
+            except (StortuneError, OSError) as exc:
+                problems.append(str(exc))
+                kept.append(entry)
+        self.entries = list(reversed(kept))
+        self._rewrite()
+        return problems
+
+    def _rewrite(self) -> None:
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, "".join(json.dumps(e) + "\n" for e in self.entries).encode())
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Delete the journal when everything was undone, else leave it for recovery."""
+        if self._fd < 0:
+            return
+        if not self.entries:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        os.close(self._fd)
+        self._fd = -1
+
+
+def _undo(entry: dict[str, Any]) -> None:
+    op = entry["op"]
+    if op == "setting":
+        image = entry.get("image")
+        if image is not None:  # a loop device's setting: only while it is ours or free
+            backing = loopdev.backing_file(entry["device"])
+            if backing is not None and os.path.realpath(backing) != os.path.realpath(image):
+                return
+        path = Path(entry["path"])
+        if sysconf.read(path) != entry["old"]:
+            sysconf.write(path, entry["old"])
+    elif op == "mount":
+        mounts.umount(entry["mount_point"])
+    elif op == "loop":
+        for device in loopdev.devices_of(entry["image"]):
+            loopdev.detach(device, entry["image"])
+    elif op == "image":
+        if not entry.get("keep"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry["path"])
+    elif op == "dir":
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(entry["path"])
+    elif op == "cgroup":
+        cgroup.remove(entry["path"])
+    else:
+        raise TargetError(f"journal entry of unknown kind {op!r}")
+
+
+def recover(state_dir: Path) -> list[str]:
+    """Undo the journals of targets that died; return what could not be undone."""
+    problems = []
+    for path in sorted(state_dir.glob("journal-*.jsonl")):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # its owner is alive
+            continue
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        journal = Journal(path, fd, entries)
+        problems += [f"{path.name}: {p}" for p in journal.undo()]
+        journal.close()
+    return problems
+
+
+class MachineLock:
+    """An exclusive flock on STATE_DIR/localfs.lock, released when the process ends."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "localfs.lock"
+        self._fd = -1
+
+    def acquire(self) -> None:
+        if self._fd >= 0:
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise BusyError(
+                f"another stortune localfs target (pid {holder}) holds {self.path}; "
+                "one benchmark at a time"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

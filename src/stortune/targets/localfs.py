@@ -1,0 +1,389 @@
+"""The `localfs` target: the machine's own storage stack, from mkfs to vm sysctls.
+
+By default the file system lives on a loop device (direct I/O) over an image file in the state
+directory; or on a scratch block device the user names (``device=/dev/X``), which is checked by
+`devguard` before anything is written to it. A config is applied layer by layer, doing only what
+its changed parameters need (a parameter's ``apply`` cost, and its layer: mkfs needs a
+re-format, mount a remount, block and vm settings only a write):
+
+- ``mkfs``: the file system (option ``fstype``) and its mkfs options; re-format.
+- ``mount``: mount options; umount and mount again.
+- ``block``: /sys/block/DEV/queue/ATTRIBUTE (scheduler, read_ahead_kb, nr_requests, ...).
+- ``vm``: /proc/sys settings named like ``vm.dirty_ratio`` (machine-wide).
+
+Everything created or changed is journaled first (`journal`), undone by `teardown`, after a
+failed apply (settings), and by the next target when this one dies. Runs drop the page cache
+first and may cap the benchmark's memory with a cgroup (Carver's small-RAM setting).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stortune import sysmetrics
+from stortune.errors import TargetError
+from stortune.space import Config, Cost, Parameter, Space, load_space
+from stortune.targets import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf
+from stortune.targets.base import Measurement, Target, Workload
+from stortune.targets.journal import Journal, MachineLock, recover
+from stortune.workloads.fio import FioWorkload, parse_size
+
+DEFAULT_STATE_DIR = "/var/lib/stortune"
+LAYERS = ("mkfs", "mount", "block", "vm")
+_RANK = {Cost.RUNTIME: 0, Cost.REMOUNT: 1, Cost.RESTART: 1, Cost.REFORMAT: 2}
+_LAYER_RANK = {"mkfs": 2, "mount": 1, "block": 0, "vm": 0}
+_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_instances = itertools.count()
+
+_SPEC_KEYS = (
+    "fs",
+    "image",
+    "image_size",
+    "device",
+    "destroy_data",
+    "state_dir",
+    "keep_image",
+    "drop_caches",
+    "memory_limit",
+)
+
+available_filesystems = mkfs.available_filesystems
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a config means for each layer, computed (and checked) before anything is done."""
+
+    fs: str
+    mkfs: tuple[str, ...]  # mkfs argv without the device
+    mount: str  # -o options
+    block: tuple[tuple[str, str], ...]  # (queue attribute, value), scheduler first
+    vm: tuple[tuple[str, str], ...]  # (sysctl name, value)
+
+
+class LocalFsTarget(Target):
+    """A file system on a loop device (or a scratch device) with block and vm settings."""
+
+    kind = "localfs"
+
+    def __init__(
+        self,
+        space: Space | str | None = None,
+        *,
+        fs: str | None = None,
+        image: str | os.PathLike[str] | None = None,
+        image_size: str | int = "4g",
+        device: str | None = None,
+        destroy_data: bool = False,
+        state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR,
+        keep_image: bool = False,
+        drop_caches: bool = True,
+        memory_limit: str | int | None = None,
+    ) -> None:
+        self.space = space if isinstance(space, Space) else load_space(space or "localfs")
+        self.fs = fs
+        self.image = Path(image) if image is not None else None
+        self.image_size = image_size
+        self._image_bytes = parse_size(image_size)
+        self.device = device
+        self.destroy_data = bool(destroy_data)
+        if device is not None and image is not None:
+            raise TargetError("give either a device or an image, not both")
+        self.state_dir = Path(state_dir)
+        self.keep_image = bool(keep_image)
+        self.drop_caches = bool(drop_caches)
+        self.memory_limit = memory_limit
+        self._memory_bytes = parse_size(memory_limit) if memory_limit is not None else None
+        self._instance = f"{os.getpid()}-{next(_instances)}"
+        self._lock = MachineLock(self.state_dir)
+        self._journal: Journal | None = None
+        self._dev: str | None = None  # the block device the file system is on
+        self._queue: Path | None = None
+        self._image_path: Path | None = None
+        self._mount_point: Path | None = None
+        self._cgroup: Path | None = None
+        self._formatted: Plan | None = None  # the plan whose mkfs made the current fs
+        self._mounted_with: str | None = None
+        self._applied: Config = {}
+        self._originals: dict[str, str] = {}
+        self._last_system: dict[str, float] = {}
+
+    # ---- spec -----------------------------------------------------------------------------
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], space: Space | None = None) -> LocalFsTarget:
+        unknown = sorted(set(spec) - set(_SPEC_KEYS) - {"kind", "space"})
+        if unknown:
+            raise TargetError(
+                f"localfs target: unknown setting(s) {', '.join(unknown)} "
+                f"(known: {', '.join(_SPEC_KEYS)})"
+            )
+        return cls(space or spec.get("space"), **{k: spec[k] for k in _SPEC_KEYS if k in spec})
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "space": self.space.name,
+            "fs": self.fs,
+            "image": str(self.image) if self.image is not None else None,
+            "image_size": self.image_size,
+            "device": self.device,
+            "destroy_data": self.destroy_data,
+            "state_dir": str(self.state_dir),
+            "keep_image": self.keep_image,
+            "drop_caches": self.drop_caches,
+            "memory_limit": self.memory_limit,
+        }
+
+    # ---- life cycle -----------------------------------------------------------------------
+    def setup(self) -> None:
+        if self._journal is not None:
+            return
+        if os.geteuid() != 0:
+            raise TargetError("the localfs target needs root (loop devices, mkfs, mount, sysfs)")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock.acquire()
+        try:
+            problems = recover(self.state_dir)
+            if problems:
+                raise TargetError(f"cannot undo a crashed run's changes: {'; '.join(problems)}")
+            self._journal = Journal.create(self.state_dir)
+            self._attach()
+            self._mount_point = self.state_dir / f"mnt-{self._instance}"
+            self._journal.record("dir", path=str(self._mount_point))
+            self._mount_point.mkdir(exist_ok=True)
+            if self._memory_bytes is not None:
+                # Journaled just after creation: which hierarchy works is only known by trying,
+                # and a cgroup left empty by a crash in between costs nothing.
+                name = f"stortune-{self._instance}"
+                self._cgroup = cgroup.create_memory_cgroup(name, self._memory_bytes)
+                self._journal.record("cgroup", path=str(self._cgroup))
+        except BaseException:
+            with contextlib.suppress(TargetError):
+                self.teardown()
+            raise
+
+    def _attach(self) -> None:
+        assert self._journal is not None
+        if self.device is not None:
+            dev = devguard.check_scratch_device(self.device, self.destroy_data)
+            self._dev, self._queue = dev.path, dev.queue_dir
+            return
+        image = self.image or self.state_dir / f"localfs-{self._instance}.img"
+        self._journal.record("image", path=str(image), keep=self.keep_image)
+        loopdev.allocate(image, self._image_bytes)
+        self._journal.record("loop", image=str(image))
+        self._dev = loopdev.attach(image)
+        self._queue = Path("/sys/block", Path(self._dev).name, "queue")
+        self._image_path = image
+
+    def teardown(self) -> None:
+        """Undo everything (settings, mount, cgroup, loop device, image); safe to call twice
+        and after a partial setup."""
+        problems: list[str] = []
+        journal = self._journal
+        if journal is not None:
+            problems = journal.undo()
+            journal.close()
+        self._journal = None
+        self._dev = self._queue = self._image_path = self._mount_point = self._cgroup = None
+        self._formatted, self._mounted_with, self._applied = None, None, {}
+        self._originals = {}
+        self._lock.release()
+        if problems:
+            raise TargetError(
+                f"teardown could not undo: {'; '.join(problems)} (kept in {journal.path}; "
+                "the next localfs target retries)"
+            )
+
+    # ---- apply ----------------------------------------------------------------------------
+    def _full_config(self, config: Config) -> tuple[Config, Space]:
+        full = getattr(self.space, "full_config", None)  # a subspace holding other values
+        space = getattr(self.space, "parent", self.space)
+        return (full(config) if full else self.space.validate(config)), space
+
+    def plan(self, config: Config) -> Plan:
+        """Check a config against the space and the machine and say what it sets; raises
+        ConfigError/TargetError before anything is touched."""
+        return self._plan(*self._full_config(config))
+
+    def _plan(self, values: Config, space: Space) -> Plan:
+        params = [space[name] for name in values]
+        fs = self._default_fs(space)
+        for p in params:
+            if p.layer == "mkfs" and p.extra.get("option") == mkfs.FSTYPE:
+                fs = str(values[p.name])
+        if fs not in mkfs.available_filesystems():
+            have = ", ".join(mkfs.available_filesystems()) or "none"
+            raise TargetError(f"file system {fs!r} cannot be made and mounted here ({have} can)")
+        layers: dict[str, list[tuple[str, str, Any]]] = {layer: [] for layer in LAYERS}
+        for p in params:
+            option = self._option(p, fs)
+            if option != mkfs.FSTYPE:
+                layers[p.layer].append((p.name, option, values[p.name]))
+        block = [
+            (str(sysconf.queue_path(Path(), o)), sysconf.format_value(v))
+            for _, o, v in layers["block"]
+        ]
+        block.sort(key=lambda item: item[0] != "scheduler")  # a scheduler switch resets others
+        vm = [(o, sysconf.format_value(v)) for _, o, v in layers["vm"]]
+        for name, _ in vm:
+            sysconf.sysctl_path(name)
+        argv = mkfs.mkfs_argv(fs, "", layers["mkfs"])[:-1]
+        return Plan(fs, tuple(argv), mkfs.mount_options(layers["mount"]), tuple(block), tuple(vm))
+
+    def _default_fs(self, space: Space) -> str:
+        """Without an ``fstype`` parameter: the target's `fs`, else the file system the space
+        is named after (the bundled xfs and btrfs spaces), else ext4."""
+        if self.fs is not None:
+            return self.fs
+        return space.name if space.name in mkfs.MKFS_BASE else "ext4"
+
+    def _option(self, p: Parameter, fs: str) -> str:
+        if p.layer not in LAYERS:
+            raise TargetError(
+                f"parameter {p.name!r}: layer {p.layer!r} is not one localfs sets "
+                f"({', '.join(LAYERS)})"
+            )
+        option = mkfs.option_for(p.extra.get("option"), fs, p.name)
+        if option is None:
+            raise TargetError(f"parameter {p.name!r} has no option for file system {fs}")
+        return option
+
+    def apply(self, config: Config) -> None:
+        values, space = self._full_config(config)
+        plan = self._plan(values, space)
+        self.setup()
+        level = self._level(plan, values, space)
+        self._applied = {}  # until this apply is complete, every parameter counts as changed
+        try:
+            if level >= 2:
+                self._formatted = None
+                self._format(plan)
+            if level >= 1 or not self._is_mounted():
+                self._mount(plan)
+            self._settings(plan)
+        except BaseException as exc:
+            assert self._journal is not None
+            problems = self._journal.undo({"setting"})
+            self._originals = {}
+            if problems:
+                raise TargetError(f"apply failed and settings stay changed: {problems[0]}") from exc
+            raise
+        self._applied = values
+
+    def _level(self, plan: Plan, values: Config, space: Space) -> int:
+        """2: re-format, 1: remount, 0: settings only."""
+        if self._formatted is None or self._formatted.mkfs != plan.mkfs:
+            return 2
+        level = 1 if plan.mount != self._mounted_with else 0
+        for name, value in values.items():
+            if self._applied.get(name, object()) != value:
+                p = space[name]
+                level = max(level, _RANK[p.cost], _LAYER_RANK.get(p.layer, 0))
+        return level
+
+    def _is_mounted(self) -> bool:
+        return self._mount_point is not None and mounts.is_mounted(self._mount_point)
+
+    def _format(self, plan: Plan) -> None:
+        assert self._dev is not None and self._mount_point is not None
+        mounts.umount(self._mount_point)
+        self._mounted_with = None
+        if self.device is not None:
+            devguard.check_scratch_device(self.device, True)  # still not mounted or held
+        else:
+            assert self._image_path is not None
+            loopdev.allocate(self._image_path, self._image_bytes)  # fill holes punched so far
+        syscmd.run([*plan.mkfs, self._dev], f"formatting {self._dev} as {plan.fs}")
+        self._formatted = plan
+
+    def _mount(self, plan: Plan) -> None:
+        assert self._dev is not None and self._mount_point is not None and self._journal
+        mounts.umount(self._mount_point)
+        if not any(e["op"] == "mount" for e in self._journal.entries):
+            self._journal.record("mount", mount_point=str(self._mount_point))
+        mounts.mount(self._dev, self._mount_point, plan.fs, plan.mount)
+        self._mounted_with = plan.mount
+
+    def _settings(self, plan: Plan) -> None:
+        """Bring every block and vm setting to the plan's value; settings changed earlier that
+        the plan no longer names go back to their original values."""
+        assert self._queue is not None
+        wanted = [(sysconf.queue_path(self._queue, a), v, True) for a, v in plan.block]
+        wanted += [(sysconf.sysctl_path(n), v, False) for n, v in plan.vm]
+        named = {str(path) for path, _, _ in wanted}
+        for path_text, original in list(self._originals.items()):
+            if path_text not in named and sysconf.read(Path(path_text)) != original:
+                sysconf.write(Path(path_text), original)
+        for path, value, on_device in wanted:
+            current = sysconf.read(path)
+            if current == value:
+                continue
+            if str(path) not in self._originals:
+                owner = (
+                    {"device": self._dev, "image": str(self._image_path)}
+                    if (on_device and self._image_path is not None)
+                    else {}
+                )
+                assert self._journal is not None
+                self._journal.record("setting", path=str(path), old=current, **owner)
+                self._originals[str(path)] = current
+            sysconf.write(path, value)
+
+    # ---- run ------------------------------------------------------------------------------
+    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
+        if not self._is_mounted() or self._mount_point is None:
+            raise TargetError("no file system is mounted: apply a config before running")
+        workload = workload if workload is not None else FioWorkload()
+        if not isinstance(workload, FioWorkload):
+            raise TargetError(
+                f"the localfs target runs fio workloads, not {type(workload).__name__}"
+            )
+        workdir = self._mount_point / (_NAME.sub("_", workload.name) or "workload")
+        workdir.mkdir(exist_ok=True)
+        self._make_room(workdir, workload.size_bytes)
+        try:
+            workload.prepare(workdir, timeout)
+        except TargetError as exc:
+            return Measurement.failed(str(exc))
+        if self.drop_caches:
+            _drop_caches()
+        measurement = workload.run(workdir, timeout, cgroup=self._cgroup, devices=[self._dev])
+        measurement.info.update(
+            fs=self._formatted.fs if self._formatted else None,
+            device=self._dev,
+            mount_options=self._mounted_with,
+            memory_limit=self.memory_limit,
+        )
+        self._last_system = {k: v for k, v in measurement.metrics.items() if k.startswith("sys.")}
+        return measurement
+
+    def _make_room(self, workdir: Path, size: int) -> None:
+        """Other workloads' file sets go when this one's would not fit beside them."""
+        stats = os.statvfs(workdir)
+        if stats.f_bavail * stats.f_frsize >= 1.3 * size:
+            return
+        for other in workdir.parent.iterdir():
+            if other != workdir and other.is_dir() and other.name != "lost+found":
+                shutil.rmtree(other, ignore_errors=True)
+
+    def state(self) -> dict[str, float]:
+        """Current gauges (load, memory, dirty pages) and the last run's system metrics."""
+        return {**self._last_system, **sysmetrics.snapshot()}
+
+
+def _drop_caches() -> None:
+    """Write dirty data back and empty the page cache, so each run starts cold."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3")
+    except OSError as exc:
+        raise TargetError(f"cannot drop caches: {exc.strerror}") from None

@@ -1,0 +1,514 @@
+"""fio workloads: bundled job templates after Filebench's personalities, and user job files.
+
+A job file names its placeholders ``${DIR}`` (the directory to work in), ``${RUNTIME}`` (seconds)
+and ``${SIZE}`` (the file set's total size, bytes); ``${NAME/N}`` is NAME divided by N (at least
+1), because fio here has no arithmetic in job files and templates split the set over their jobs.
+Each bundled template's header comment says how it approximates its Filebench personality.
+
+fio runs with an argv list (never a shell), in its own process group (killed as a whole on
+timeout), through a tiny launcher that makes the kernel kill fio when its parent dies (no orphan
+keeps writing to a file system that must be unmounted) and, when asked, moves it into a cgroup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from stortune.errors import ConfigError, TargetError
+from stortune.sysmetrics import SystemSampler
+from stortune.targets.base import Measurement, Workload
+
+TEMPLATES = (
+    "fileserver",
+    "webserver",
+    "mailserver",
+    "dbserver",
+    "seqread",
+    "seqwrite",
+    "randread",
+    "randwrite",
+)
+ALIASES = {"varmail": "mailserver", "oltp": "dbserver"}
+# Small defaults: Filebench's own file set sizes where they are small, else a fraction.
+DEFAULT_SIZES = {
+    "fileserver": "256m",
+    "webserver": "16m",
+    "mailserver": "16m",
+    "dbserver": "128m",
+    "seqread": "512m",
+    "seqwrite": "512m",
+    "randread": "512m",
+    "randwrite": "512m",
+}
+DEFAULT_SIZE = "256m"
+DEFAULT_RUNTIME = 10.0
+MIN_RUNTIME_SHARE = 0.9  # a job that ran less than this share of the runtime is rejected
+
+_MIB = 1024 * 1024
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:/([0-9]+))?\}")
+_VARIABLE_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:+@%/-]*$")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_PATH_OPTIONS = ("directory", "filename", "filename_format", "opendir")
+_META_ENGINES = {"filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"}
+# PR_SET_PDEATHSIG, then join the cgroup (if any), then exec fio; argv: parent pid, procs file,
+# the command. Python rather than a shell, so no value is ever parsed as shell syntax.
+_LAUNCHER = (
+    "import ctypes,os,sys\n"
+    "ctypes.CDLL(None).prctl(1, 9)\n"
+    "os.getppid() == int(sys.argv[1]) or sys.exit(70)\n"
+    "sys.argv[2] and open(sys.argv[2], 'w').write(str(os.getpid()))\n"
+    "os.execvp(sys.argv[3], sys.argv[3:])\n"
+)
+
+
+def parse_size(value: str | int | float) -> int:
+    """Bytes from ``268435456``, ``256m``, ``1g``, ``512KiB`` (binary units)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"size {value!r} is not a size")
+    if isinstance(value, int | float):
+        number, unit = float(value), ""
+    else:
+        match = _SIZE.match(str(value))
+        if not match:
+            raise ConfigError(f"size {value!r}: write bytes or a number with k, m, g or t")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * 1024 ** " kmgt".index(unit or " "))
+    if size <= 0:
+        raise ConfigError(f"size {value!r} must be positive")
+    return size
+
+
+def _template_text(name: str) -> str:
+    return (resources.files("stortune") / "workloads" / "jobs" / f"{name}.fio").read_text()
+
+
+class FioWorkload(Workload):
+    """A fio job: a bundled template (see `TEMPLATES`) or a user's ``.fio`` file.
+
+    `runtime` (s) and `size` (the file set's total size) fill ``${RUNTIME}`` and ``${SIZE}``;
+    `variables` fill further ``${NAME}`` placeholders of a user's job file.
+    """
+
+    kind = "fio"
+
+    def __init__(
+        self,
+        job: str | os.PathLike[str] = "fileserver",
+        runtime: float = DEFAULT_RUNTIME,
+        size: str | int | None = None,
+        variables: Mapping[str, str | int | float] | None = None,
+        name: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        job = str(job)
+        template = ALIASES.get(job, job)
+        if text is not None:
+            self.job, self.template = job, None
+        elif template in TEMPLATES:
+            self.job, self.template = template, template
+            text = _template_text(template)
+        elif job.endswith(".fio") or os.sep in job:
+            path = Path(job)
+            try:
+                text = path.read_text()
+            except OSError as exc:
+                raise ConfigError(f"fio job file {job}: {exc.strerror}") from None
+            self.job, self.template = str(path.resolve()), None
+        else:
+            raise ConfigError(
+                f"unknown fio template {job!r} (templates: {', '.join(TEMPLATES)}; "
+                "or give a path to a .fio job file)"
+            )
+        self.text = text
+        self.name = name or (self.template or Path(self.job).stem)
+        if not (isinstance(runtime, int | float) and math.isfinite(runtime) and runtime >= 1):
+            raise ConfigError(f"fio runtime {runtime!r}: give at least 1 second")
+        self.runtime = float(runtime)
+        self.size = size if size is not None else DEFAULT_SIZES.get(self.name, DEFAULT_SIZE)
+        self.size_bytes = parse_size(self.size)
+        self.variables = dict(variables or {})
+        for key, value in self.variables.items():
+            if not _VARIABLE_NAME.match(key) or key in ("DIR", "RUNTIME", "SIZE"):
+                raise ConfigError(
+                    f"fio variable {key!r}: use an upper-case name other than DIR, RUNTIME and SIZE"
+                )
+            if not _SAFE_VALUE.match(str(value)):
+                raise ConfigError(f"fio variable {key}={value!r}: unsafe characters")
+        self.render("/stortune-check", self.runtime)  # unknown placeholders fail here, not later
+
+    # ---- spec -----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "kind": self.kind,
+            "job": self.job,
+            "name": self.name,
+            "runtime": self.runtime,
+            "size": self.size,
+        }
+        if self.variables:
+            spec["variables"] = self.variables
+        if self.template is None:
+            spec["text"] = self.text  # a user's file may change or vanish; keep what ran
+        return spec
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> FioWorkload:
+        return cls(
+            spec.get("job", "fileserver"),
+            runtime=spec.get("runtime", DEFAULT_RUNTIME),
+            size=spec.get("size"),
+            variables=spec.get("variables"),
+            name=spec.get("name"),
+            text=spec.get("text"),
+        )
+
+    # ---- job text -------------------------------------------------------------------------
+    @property
+    def timed(self) -> bool:
+        """Whether the job takes its runtime from ``${RUNTIME}`` (so it can be checked)."""
+        return any(m.group(1) == "RUNTIME" for m in _PLACEHOLDER.finditer(self.text))
+
+    def render(self, directory: str | os.PathLike[str], runtime: float | None = None) -> str:
+        """The job text with placeholders filled; refuses paths outside `directory`."""
+        directory = str(directory)
+        if not directory.startswith("/") or not _SAFE_VALUE.match(directory) or ":" in directory:
+            raise ConfigError(
+                f"fio directory {directory!r}: an absolute path without ':' "
+                "or special characters is needed"
+            )
+        values: dict[str, str | int] = {
+            "DIR": directory,
+            "RUNTIME": int(math.ceil(runtime if runtime is not None else self.runtime)),
+            "SIZE": self.size_bytes,
+            **self.variables,
+        }
+
+        def substitute(match: re.Match[str]) -> str:
+            key, divisor = match.group(1), match.group(2)
+            if key not in values:
+                raise ConfigError(
+                    f"fio job {self.name}: unknown placeholder ${{{key}}} "
+                    f"(known: {', '.join('${' + k + '}' for k in values)})"
+                )
+            if divisor is None:
+                return str(values[key])
+            try:
+                number = int(float(values[key]))
+            except ValueError:
+                raise ConfigError(f"fio job {self.name}: ${{{key}}} is not a number") from None
+            return str(max(1, number // max(1, int(divisor))))
+
+        text = _PLACEHOLDER.sub(substitute, self.text)
+        _check_paths(text, directory, self.name)
+        return text
+
+    # ---- running --------------------------------------------------------------------------
+    def default_timeout(self, runtime: float) -> float:
+        """Generous: the runtime plus time to lay out the file set and to finish."""
+        return runtime * 1.5 + 120.0
+
+    def prepare(self, directory: str | os.PathLike[str], timeout: float | None = None) -> None:
+        """Lay out the file set without running the job (fio ``--create_only``), so that the
+        run that follows starts from files on disk and a cache the caller may drop."""
+        text = self.render(directory, self.runtime)
+        with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+            job = Path(tmp) / "job.fio"
+            job.write_text(text)
+            argv = _launch(["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)])
+            try:
+                done = _run_group(argv, directory, timeout or self.default_timeout(self.runtime))
+            except OSError as exc:
+                raise TargetError(f"cannot start fio in {directory}: {exc.strerror}") from None
+        if done is None:
+            raise TargetError(f"fio job {self.name}: laying out files timed out")
+        if done.returncode != 0:
+            raise TargetError(
+                f"fio job {self.name}: laying out files failed: "
+                f"{_error_line(done.stdout, done.stderr)}"
+            )
+
+    def run(
+        self,
+        directory: str | os.PathLike[str],
+        timeout: float | None = None,
+        runtime: float | None = None,
+        *,
+        cgroup: str | os.PathLike[str] | None = None,
+        devices: Iterable[str] = (),
+    ) -> Measurement:
+        """Run the job in `directory`; `cgroup` (a cgroup folder) confines fio, `devices` are
+        the block devices whose utilisation the system metrics report."""
+        runtime = self.runtime if runtime is None else float(runtime)
+        timeout = timeout if timeout is not None else self.default_timeout(runtime)
+        text = self.render(directory, runtime)
+        procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
+        with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+            job = Path(tmp) / "job.fio"
+            job.write_text(text)
+            output = Path(tmp) / "out.json"
+            argv = _launch(["fio", "--output-format=json+", f"--output={output}", str(job)], procs)
+            sampler = SystemSampler(devices).start()
+            started = time.monotonic()
+            try:
+                done = _run_group(argv, directory, timeout)
+            except OSError as exc:
+                sampler.stop()
+                return Measurement.failed(f"cannot start fio: {exc.strerror}")
+            system = sampler.stop()
+            if done is None:
+                return Measurement.failed(
+                    f"fio job {self.name}: killed after the {timeout:g} s time limit", "timeout"
+                )
+            seconds = time.monotonic() - started
+            report = output.read_text() if output.exists() else ""
+        info = {"seconds": seconds, "workload": self.name, "runtime_requested": runtime}
+        if done.returncode != 0:
+            return Measurement.failed(
+                f"fio job {self.name}: exit status {done.returncode}: "
+                f"{_error_line(done.stdout, done.stderr, report)}",
+                **info,
+            )
+        try:
+            data = _load_report(report)
+            metrics = _metrics(data)
+        except ValueError as exc:
+            return Measurement.failed(f"fio job {self.name}: {exc}", **info)
+        problem = _job_problem(data, runtime if self.timed else None)
+        if problem:
+            return Measurement.failed(f"fio job {self.name}: {problem}", **info)
+        info["fio_version"] = data.get("fio version", "")
+        return Measurement({**metrics, **system}, info=info)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _launch(command: Sequence[str], procs: str = "") -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), procs, *command]
+
+
+def _run_group(
+    argv: Sequence[str], directory: str | os.PathLike[str], timeout: float
+) -> subprocess.CompletedProcess[str] | None:
+    """Run in `directory` in a new process group; None when `timeout` passed and the whole
+    group (fio and any job processes it forked) was killed."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def _check_paths(text: str, directory: str, name: str) -> None:
+    """A job may only touch files under its directory (never /dev/vda by a typo)."""
+    base = os.path.normpath(directory)
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("include "):
+            raise ConfigError(f"fio job {name}: 'include' is not supported (paste the file in)")
+        key, sep, value = line.partition("=")
+        if not sep or key.strip() not in _PATH_OPTIONS:
+            continue
+        for part in value.strip().split(":"):
+            if not part:
+                continue
+            if ".." in Path(part).parts:
+                raise ConfigError(
+                    f"fio job {name}: {key.strip()}={value.strip()} leaves the target directory"
+                )
+            if part.startswith("/"):
+                resolved = os.path.normpath(part)
+                if resolved != base and not resolved.startswith(base + "/"):
+                    raise ConfigError(
+                        f"fio job {name}: {key.strip()}={part} is outside the target directory "
+                        f"{directory} (use ${{DIR}})"
+                    )
+
+
+def _error_line(*texts: str) -> str:
+    """The most telling line fio printed: its own error line, else the last line."""
+    lines = [line.strip() for text in texts for line in (text or "").splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("fio:") or "err=" in line or "error" in line.lower():
+            return line[:300]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def _load_report(text: str) -> dict[str, Any]:
+    """fio's JSON report, skipping whatever fio printed before it."""
+    start = text.find("{")
+    while start != -1:
+        if start == 0 or text[start - 1] == "\n":
+            try:
+                data = json.loads(text[start:])
+            except json.JSONDecodeError:
+                pass
+            else:
+                if isinstance(data, dict) and isinstance(data.get("jobs"), list):
+                    return data
+        start = text.find("{", start + 1)
+    first = text.strip().splitlines()[0][:200] if text.strip() else "nothing"
+    raise ValueError(f"no fio JSON report in the output (it printed: {first})")
+
+
+def _job_problem(data: Mapping[str, Any], runtime: float | None) -> str | None:
+    """Why a report that parsed is still not a valid measurement, if it is not."""
+    for job in data["jobs"]:
+        if job.get("error"):
+            return f"job {job.get('jobname')} reported error {job['error']}"
+    if runtime is None:
+        return None
+    shortest = min(data["jobs"], key=_job_seconds, default=None)
+    if shortest is not None and _job_seconds(shortest) < MIN_RUNTIME_SHARE * runtime:
+        return (
+            f"job {shortest.get('jobname')} ran {_job_seconds(shortest):.2f} s of the "
+            f"{runtime:g} s asked (under {MIN_RUNTIME_SHARE:.0%}: not time-based, or it stopped "
+            "early)"
+        )
+    return None
+
+
+def _job_seconds(job: Mapping[str, Any]) -> float:
+    if "job_runtime" in job:
+        return float(job["job_runtime"]) / 1000.0
+    return max(float(job.get(d, {}).get("runtime", 0)) for d in ("read", "write", "trim")) / 1e3
+
+
+def _engine(job: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    options = job.get("job options") or {}
+    return str(options.get("ioengine") or (data.get("global options") or {}).get("ioengine", ""))
+
+
+def parse_fio_output(text: str) -> dict[str, float]:
+    """Metrics from fio's JSON (or json+) report; any text fio printed before it is skipped.
+
+    Per direction (``read``, ``write``) and for both (``total``): ``bw_mbs`` (MiB/s), ``iops``,
+    ``lat_mean_ms`` (total latency) and ``lat_p50_ms``/``lat_p99_ms``/``lat_p999_ms``
+    (completion latency percentiles: exact over all jobs from json+ histograms, else the
+    I/O-weighted mean of the jobs' percentiles). Rates are over the run's wall time (the longest
+    job of each group, groups one after the other). fsyncs appear as ``sync.*``; jobs of
+    metadata engines (filestat, filecreate, ...) as ``meta.*``, never as read bandwidth. Plus
+    ``runtime_s`` and ``error`` (jobs that reported an error). Raises ValueError without a report.
+    """
+    return _metrics(_load_report(text))
+
+
+def _metrics(data: Mapping[str, Any]) -> dict[str, float]:
+    jobs = data["jobs"]
+    if not jobs:
+        raise ValueError("the fio report has no jobs")
+    groups: dict[Any, float] = {}
+    for job in jobs:
+        gid = job.get("groupid", 0)
+        groups[gid] = max(groups.get(gid, 0.0), _job_seconds(job))
+    seconds = sum(groups.values())
+    io_jobs = [j for j in jobs if _engine(j, data) not in _META_ENGINES]
+    meta_jobs = [j for j in jobs if _engine(j, data) in _META_ENGINES]
+    out: dict[str, float] = {
+        "runtime_s": seconds,
+        "error": float(sum(1 for j in jobs if j.get("error"))),
+    }
+    parts = {d: [j[d] for j in io_jobs if isinstance(j.get(d), Mapping)] for d in ("read", "write")}
+    for direction, stats in parts.items():
+        out.update(_direction(direction, stats, seconds))
+    out.update(_direction("total", parts["read"] + parts["write"], seconds))
+    syncs = [j["sync"] for j in io_jobs if isinstance(j.get("sync"), Mapping)]
+    if sum(s.get("total_ios", 0) for s in syncs):
+        out["sync.iops"] = _rate(sum(s.get("total_ios", 0) for s in syncs), seconds)
+        out.update(_latency("sync", [s.get("lat_ns", {}) for s in syncs]))
+    if meta_jobs:
+        stats = [
+            j[d] for j in meta_jobs for d in ("read", "write") if isinstance(j.get(d), Mapping)
+        ]
+        out["meta.iops"] = _rate(sum(s.get("total_ios", 0) for s in stats), seconds)
+        out.update(_latency("meta", [s.get("lat_ns", {}) for s in stats]))
+    return out
+
+
+def _rate(amount: float, seconds: float) -> float:
+    return amount / seconds if seconds > 0 else 0.0
+
+
+def _direction(prefix: str, stats: list[Mapping[str, Any]], seconds: float) -> dict[str, float]:
+    out = {
+        f"{prefix}.bw_mbs": _rate(sum(s.get("io_bytes", 0) for s in stats), seconds) / _MIB,
+        f"{prefix}.iops": _rate(sum(s.get("total_ios", 0) for s in stats), seconds),
+    }
+    if sum(s.get("total_ios", 0) for s in stats) > 0:
+        # mean of the total latency; percentiles of the completion latency (fio's default)
+        out.update(_latency(prefix, [s.get("lat_ns", {}) for s in stats], percentiles=False))
+        out.update(_percentiles(prefix, [s.get("clat_ns", {}) for s in stats]))
+    return out
+
+
+def _latency(
+    prefix: str, lats: list[Mapping[str, Any]], percentiles: bool = True
+) -> dict[str, float]:
+    count = sum(lat.get("N", 0) for lat in lats)
+    if count == 0:
+        return {}
+    mean = sum(lat.get("mean", 0.0) * lat.get("N", 0) for lat in lats) / count
+    out = {f"{prefix}.lat_mean_ms": mean / 1e6}
+    if percentiles:
+        out.update(_percentiles(prefix, lats))
+    return out
+
+
+_WANTED = {"p50": 50.0, "p99": 99.0, "p999": 99.9}
+
+
+def _percentiles(prefix: str, lats: list[Mapping[str, Any]]) -> dict[str, float]:
+    """Latency percentiles (ms): merged histograms when every part has them (json+)."""
+    lats = [lat for lat in lats if lat.get("N", 0) > 0]
+    if not lats:
+        return {}
+    out: dict[str, float] = {}
+    if all(isinstance(lat.get("bins"), Mapping) and lat["bins"] for lat in lats):
+        merged: dict[int, int] = {}
+        for lat in lats:
+            for value, count in lat["bins"].items():
+                merged[int(value)] = merged.get(int(value), 0) + int(count)
+        ordered = sorted(merged.items())
+        total = sum(merged.values())
+        for name, pct in _WANTED.items():
+            need, seen = pct / 100.0 * total, 0
+            for value, count in ordered:
+                seen += count
+                if seen >= need:
+                    out[f"{prefix}.lat_{name}_ms"] = value / 1e6
+                    break
+        return out
+    count = sum(lat["N"] for lat in lats)
+    for name, pct in _WANTED.items():
+        key = f"{pct:.6f}"
+        have = [
+            (lat["percentile"][key], lat["N"])
+            for lat in lats
+            if key in (lat.get("percentile") or {})
+        ]
+        if len(have) == len(lats):
+            out[f"{prefix}.lat_{name}_ms"] = sum(v * n for v, n in have) / count / 1e6
+    return out

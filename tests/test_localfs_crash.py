@@ -1,0 +1,118 @@
+"""A benchmark process SIGKILLed mid-run leaves settings, a mount and a loop device behind; the
+next localfs target undoes all of it before doing anything else, and fio dies with its parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_localfs_support import (
+    guarded_state_dir,
+    loop_devices_of,
+    mounts_under,
+    needs_fio,
+    needs_root,
+    queue_settings,
+    read_setting,
+)
+
+from stortune.targets.localfs import LocalFsTarget
+
+CHILD = textwrap.dedent(
+    """\
+    import sys
+    from stortune.space import parse_space
+    from stortune.targets.localfs import LocalFsTarget
+    from stortune.workloads import FioWorkload
+
+    space = parse_space('''
+    name: crash
+    parameters:
+      scheduler: {type: categorical, values: [none, bfq], default: none, layer: block,
+                  option: scheduler}
+      read_ahead_kb: {type: ordinal, values: [128, 1024], default: 128, layer: block,
+                      option: read_ahead_kb}
+      dirty_ratio: {type: ordinal, values: [20, 33], default: 20, layer: vm,
+                    option: vm.dirty_ratio}
+    ''')
+    target = LocalFsTarget(space, fs="ext4", image_size="256m", state_dir=sys.argv[1])
+    target.apply({"scheduler": "bfq", "read_ahead_kb": 1024, "dirty_ratio": 33})
+    print(target._dev, flush=True)
+    target.run(FioWorkload("randwrite", runtime=60, size="16m"), timeout=120)
+    """
+)
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> Iterator[Path]:
+    yield from guarded_state_dir(tmp_path)
+
+
+def fio_under(folder: Path) -> list[int]:
+    """Processes named fio working in `folder`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() == "fio" and os.readlink(
+                proc / "cwd"
+            ).startswith(str(folder)):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+@needs_root
+@needs_fio
+def test_next_target_undoes_a_killed_run(system: Path) -> None:
+    vm_before = read_setting("/proc/sys/vm/dirty_ratio")
+    queues_before = {
+        f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(system)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        device = child.stdout.readline().strip()
+        assert device.startswith("/dev/loop"), "the child did not get as far as its run"
+        assert wait_for(lambda: fio_under(system), 20), "fio never started"
+        time.sleep(0.5)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    # the crash left everything changed ...
+    assert read_setting("/proc/sys/vm/dirty_ratio") == "33"
+    assert queue_settings(device)["scheduler"] == "bfq"
+    assert mounts_under(system) and loop_devices_of(system)
+    # ... but not fio, which the kernel killed with its parent
+    assert wait_for(lambda: not fio_under(system), 10), "fio outlived its parent"
+
+    with LocalFsTarget("localfs", image_size="256m", state_dir=system) as target:
+        target.setup()  # recovery happens here, before this target changes anything
+        assert read_setting("/proc/sys/vm/dirty_ratio") == vm_before
+        assert device not in loop_devices_of(system) or loop_devices_of(system)[device] == str(
+            target._image_path
+        )
+        assert mounts_under(system) == []
+        if device in queues_before:  # a loop device made by the child has no "before"
+            assert queue_settings(device) == queues_before[device]
+        assert len(list(system.glob("journal-*.jsonl"))) == 1  # only the new target's
+        assert [p.name for p in system.glob("*.img")] == [target._image_path.name]
