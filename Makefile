@@ -26,6 +26,7 @@ test: install lint
 	$(PY) -m pytest -q
 
 bench: install
+	$(PY) -m pip install -q -e '.[bench]'
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:

@@ -9,38 +9,13 @@ from types import FrameType
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from stortune.cli import targets
 from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
 from stortune.errors import StortuneError
 from stortune.experiment import Event, Experiment, LoopSettings, Objective, Outcome
-from stortune.space import Space, load_space
+from stortune.space import load_space
 from stortune.store import Store
-from stortune.targets import Target
 from stortune.tuners import tuner_names
-
-
-def build_target(
-    kind: str,
-    space: Space,
-    command: str | None,
-    output: str,
-    dataset: str | None,
-    nearest: bool,
-) -> Target:
-    """A target from command-line options."""
-    if kind == "command":
-        if not command:
-            raise StortuneError("--target command needs --command 'PROGRAM ARGS {param} ...'")
-        from stortune.targets.command import CommandTarget
-
-        return CommandTarget(command, output=output)
-    if kind == "table":
-        if not dataset:
-            raise StortuneError("--target table needs --dataset FILE")
-        from stortune.datasets import load_dataset
-        from stortune.targets.table import TableTarget
-
-        return TableTarget(load_dataset(dataset), space, nearest=nearest)
-    raise StortuneError(f"unknown target {kind!r} (choose from command, table)")
 
 
 def run_with_progress(experiment: Experiment, quiet: bool = False) -> Outcome:
@@ -106,18 +81,17 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
-        target: str = typer.Option("command", "--target", "-t", help="command or table."),
-        command: str = typer.Option(
-            None,
-            "--command",
-            help="Command target: program and arguments with {param} "
-            "placeholders; run without a shell; must print JSON metrics (or fio JSON).",
-        ),
-        output: str = typer.Option("json", help="Command target output: json or fio."),
-        dataset: str = typer.Option(None, "--dataset", help="Table target: dataset file."),
-        nearest: bool = typer.Option(
-            False, help="Table target: answer unknown configs with the nearest stored one."
-        ),
+        target: str = targets.TARGET,
+        workload: list[str] = targets.WORKLOAD,
+        runtime: float = targets.RUNTIME,
+        image_size: str = targets.IMAGE_SIZE,
+        device: str = targets.DEVICE,
+        destroy_data: bool = targets.DESTROY_DATA,
+        memory_limit: str = targets.MEMORY_LIMIT,
+        command: str = targets.COMMAND,
+        output: str = targets.OUTPUT,
+        dataset: str = targets.DATASET,
+        nearest: bool = targets.NEAREST,
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
         objective: str = typer.Option(
             None, "--objective", "-o", help="METRIC[:max|min] to optimise."
@@ -142,6 +116,9 @@ def register(app: typer.Typer) -> None:
         """Run a campaign: ask the tuner, apply each config, measure it with repetitions, store
         every run. Ctrl-C or a crash loses nothing: continue with --resume NAME.
 
+        Example: stortune run --space localfs --workload fileserver -o total.bw_mbs:max
+        --tuner tpe --budget 30 --runtime 10
+
         Example: stortune run --space my.yaml --target command
         --command 'python3 bench.py --threads {threads}' -o ops_per_s:max --budget 30
 
@@ -157,12 +134,25 @@ def register(app: typer.Typer) -> None:
                 settings = LoopSettings(
                     budget=budget or 20, seconds=seconds, repetitions=repetitions, timeout=timeout
                 )
+                target = targets.target_kind(target, command, dataset)
+                built = targets.build_target(
+                    target,
+                    s,
+                    command=command,
+                    output=output,
+                    dataset=dataset,
+                    nearest=nearest,
+                    image_size=image_size,
+                    device=device,
+                    destroy_data=destroy_data,
+                    memory_limit=memory_limit,
+                )
                 experiment = Experiment.start(
                     db,
                     name or f"{s.name}-{tuner}-{time.strftime('%Y%m%d-%H%M%S')}",
                     s,
-                    build_target(target, s, command, output, dataset, nearest),
-                    [None],
+                    built,
+                    targets.build_workloads(target, workload, runtime),
                     Objective.parse(objective),
                     tuner,
                     settings,

@@ -1,0 +1,131 @@
+"""Target and workload options shared by every command that measures (run, sweep, tune, demo).
+
+Typer has no option groups, so the options are module-level singletons reused as defaults, and
+`build_target` / `build_workloads` turn their values into objects.
+"""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from stortune.errors import StortuneError, TargetError
+from stortune.space import Space
+from stortune.targets import REGISTRY, Target, Workload
+
+TARGET = typer.Option(
+    None,
+    "--target",
+    "-t",
+    help="What to measure: localfs (a loop-device file system; root), command (any program "
+    "printing JSON metrics), table (replay a dataset), or another registered target "
+    "[default: command with --command, table with --dataset, else localfs].",
+)
+COMMAND = typer.Option(
+    None,
+    "--command",
+    help="command target: program and arguments with {param} placeholders, run without a "
+    "shell; it prints JSON metrics (or fio JSON with --output fio).",
+)
+OUTPUT = typer.Option("json", "--output", help="command target: json or fio.")
+DATASET = typer.Option(None, "--dataset", help="table target: the dataset file to replay.")
+NEAREST = typer.Option(
+    False, "--nearest", help="table target: answer unknown configs with the nearest row."
+)
+WORKLOAD = typer.Option(
+    [],
+    "--workload",
+    "-w",
+    help="localfs: a fio template (fileserver, webserver, mailserver, dbserver, seqread, "
+    "seqwrite, randread, randwrite) or a .fio job file; repeatable [default: fileserver].",
+)
+RUNTIME = typer.Option(10.0, "--runtime", help="localfs: seconds each fio run lasts.")
+IMAGE_SIZE = typer.Option("4g", "--image-size", help="localfs: size of the loop image file.")
+DEVICE = typer.Option(
+    None,
+    "--device",
+    help="localfs: use this scratch block device instead of an image file "
+    "(needs --destroy-data; refused when mounted or the root disk).",
+)
+DESTROY_DATA = typer.Option(
+    False, "--destroy-data", help="localfs: allow formatting the --device (its data is lost)."
+)
+MEMORY_LIMIT = typer.Option(
+    None,
+    "--memory-limit",
+    help="localfs: cap the benchmark's page cache with a memory cgroup (e.g. 512m).",
+)
+
+
+def target_kind(kind: str | None, command: str | None, dataset: str | None) -> str:
+    """The target named, or the one the other options imply."""
+    if kind:
+        return kind
+    if command:
+        return "command"
+    return "table" if dataset else "localfs"
+
+
+def build_target(
+    kind: str,
+    space: Space,
+    *,
+    command: str | None = None,
+    output: str = "json",
+    dataset: str | None = None,
+    nearest: bool = False,
+    image_size: str = "4g",
+    device: str | None = None,
+    destroy_data: bool = False,
+    memory_limit: str | None = None,
+) -> Target:
+    """A target from command-line options (each target's own checks run in its constructor)."""
+    if kind == "command":
+        if not command:
+            raise StortuneError("--target command needs --command 'PROGRAM ARGS {param} ...'")
+        from stortune.targets.command import CommandTarget
+
+        return CommandTarget(command, output=output)
+    if kind == "table":
+        if not dataset:
+            raise StortuneError("--target table needs --dataset FILE")
+        from stortune.datasets import load_dataset
+        from stortune.targets.table import TableTarget
+
+        return TableTarget(load_dataset(dataset), space, nearest=nearest)
+    if kind == "localfs":
+        require_root("the localfs target")
+        from stortune.targets.localfs import LocalFsTarget
+
+        return LocalFsTarget(
+            space,
+            image_size=image_size,
+            device=device,
+            destroy_data=destroy_data,
+            memory_limit=memory_limit,
+        )
+    if kind in REGISTRY:
+        raise StortuneError(f"target {kind!r} has no command-line options yet")
+    raise TargetError(f"unknown target {kind!r} (choose from {', '.join(sorted(REGISTRY))})")
+
+
+def build_workloads(kind: str, names: list[str], runtime: float) -> list[Workload | None]:
+    """fio workloads for the localfs target; the other targets measure without one."""
+    if kind != "localfs":
+        if names:
+            raise StortuneError(f"--workload is for the localfs target, not {kind!r}")
+        return [None]
+    from stortune.workloads.fio import FioWorkload
+
+    return [FioWorkload(name, runtime=runtime) for name in (names or ["fileserver"])]
+
+
+def require_root(what: str) -> None:
+    """Say plainly what needs root and what works without it."""
+    if os.geteuid() != 0:
+        raise StortuneError(
+            f"{what} needs root (loop devices, mkfs, mount, sysfs); without root you can "
+            "measure a directory with --target command and fio, or replay a dataset with "
+            "--target table --dataset FILE"
+        )
