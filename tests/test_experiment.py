@@ -251,3 +251,30 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
     with Store(str(db)) as s:
         straight = s.trials(s.campaign("straight").id)
     assert [t.config for t in straight] == [t.config for t in trials]
+
+
+def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: Path) -> None:
+    from stortune.verify import verify
+
+    space = parse_space(OK_ONLY)
+    exp = Experiment.start(
+        store, "b", space, CommandTarget(command(bench)), [None], Objective("score", "max"),
+        "random", LoopSettings(budget=4, repetitions=1, baseline=True), seed=2,
+    )
+    outcome = exp.run()
+    trials = store.trials(store.campaign("b").id)
+    assert trials[0].config == space.default_config() and trials[0].info == {"source": "default"}
+    assert len(trials) == 4
+    verdict = verify(
+        store, store.campaign("b"), CommandTarget(command(bench)), [None],
+        {"default": space.default_config(), "best": outcome.best_config}, repetitions=3,
+    )
+    default_score = 10 - (1 - 3) ** 2
+    best_score = 10 - (outcome.best_config["x"] - 3) ** 2
+    assert verdict.gain.ratio == pytest.approx(best_score / default_score)
+    assert verdict.summaries["default"].n == 3
+    runs = store.trials(store.campaign("b-verify").id)
+    assert [len(t.runs) for t in runs] == [3, 3]
+    # interleaved: default, best, default, best, ...
+    order = sorted((r.started_at, t.info["label"]) for t in runs for r in t.runs)
+    assert [label for _, label in order][:4] == ["default", "best", "default", "best"]

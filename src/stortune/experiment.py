@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import yaml
@@ -55,6 +55,7 @@ class LoopSettings:
     repetitions: int = 3
     timeout: float | None = 600.0
     confidence: float = 0.9
+    baseline: bool = False
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -67,13 +68,7 @@ class LoopSettings:
             raise StortuneError(f"the timeout must be positive, not {self.timeout}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "budget": self.budget,
-            "seconds": self.seconds,
-            "repetitions": self.repetitions,
-            "timeout": self.timeout,
-            "confidence": self.confidence,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -198,7 +193,7 @@ class Experiment:
             campaign.tuner, space, campaign.direction, campaign.seed, settings.budget
         )
         target = make_target(campaign.target, space)
-        workloads = _workloads_from_specs(campaign.workload.get("workloads", []))
+        workloads = workloads_from_specs(campaign.workload.get("workloads", []))
         return cls(store, campaign, space, tuner, target, workloads, settings, on_event)
 
     # ---- the loop -------------------------------------------------------------------------
@@ -212,6 +207,9 @@ class Experiment:
         try:
             with self.target:
                 seq = self._replay()
+                if seq == 0 and self.settings.baseline:
+                    self._evaluate(0, self.space.default_config(), None, {"source": "default"})
+                    seq = 1
                 while True:
                     if self.settings.budget is not None and seq >= self.settings.budget:
                         break
@@ -237,14 +235,17 @@ class Experiment:
         """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
         stored = self.store.trials(self.campaign.id)
         for trial in stored:
-            self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
+            if (trial.info or {}).get("source") != "default":
+                self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
             if trial.finished:
                 self.tuner.tell(trial.config, trial.value)
             else:
                 self._evaluate(trial.seq, trial.config, trial=trial)
         return len(stored)
 
-    def _evaluate(self, seq: int, config: Config, trial: Trial | None) -> None:
+    def _evaluate(
+        self, seq: int, config: Config, trial: Trial | None, info: dict | None = None
+    ) -> None:
         self.on_event(Event("trial", seq, config))
         try:
             config = self.space.validate(config)
@@ -253,7 +254,7 @@ class Experiment:
             self.store.finish_trial(trial_id, "invalid", error=str(exc))
             self._tell(seq, config, None)
             return
-        trial_id = trial.id if trial else self.store.add_trial(self.campaign.id, seq, config)
+        trial_id = trial.id if trial else self.store.add_trial(self.campaign.id, seq, config, info)
         done = {(r.workload, r.repetition) for r in trial.runs} if trial else set()
         try:
             self.target.apply(config)
@@ -268,18 +269,7 @@ class Experiment:
                 if (name, rep) in done:
                     continue
                 measurement = self._measure(workload)
-                self.store.add_run(
-                    self.campaign.id,
-                    trial_id,
-                    workload=name,
-                    repetition=rep,
-                    status=measurement.status,
-                    metrics=measurement.metrics,
-                    error=measurement.error,
-                    info=measurement.info,
-                    started_at=measurement.info.pop("_started"),
-                    ended_at=measurement.info.pop("_ended"),
-                )
+                record_run(self.store, self.campaign.id, trial_id, name, rep, measurement)
                 self.on_event(Event("run", seq, config, name, rep, measurement))
         runs = self.store.trial_runs(trial_id)
         value, summary, error = self._summarize(runs)
@@ -289,22 +279,7 @@ class Experiment:
         self._tell(seq, config, value)
 
     def _measure(self, workload: Workload | None) -> Measurement:
-        started = time.time()
-        try:
-            measurement = self.target.run(workload, self.settings.timeout)
-        except StortuneError as exc:
-            measurement = Measurement.failed(str(exc))
-        except (OSError, ValueError, RuntimeError) as exc:  # a crashing benchmark, not our bug
-            measurement = Measurement.failed(f"{type(exc).__name__}: {exc}")
-        if measurement.ok and self.objective.metric not in measurement.metrics:
-            have = ", ".join(sorted(measurement.metrics)[:12])
-            measurement = Measurement.failed(
-                f"the run reported no metric {self.objective.metric!r} (it has: {have})",
-                **measurement.info,
-            )
-        measurement.info["_started"] = started
-        measurement.info["_ended"] = time.time()
-        return measurement
+        return measure_once(self.target, workload, self.settings.timeout, self.objective.metric)
 
     def _summarize(self, runs: Sequence[Any]) -> tuple[float | None, dict[str, Any], str | None]:
         per_workload: dict[str, Any] = {}
@@ -344,7 +319,49 @@ class Experiment:
         )
 
 
-def _workloads_from_specs(specs: Sequence[dict[str, Any]]) -> list[Workload | None]:
+def record_run(
+    store: Store, campaign_id: int, trial_id: int, workload: str, rep: int, m: Measurement
+) -> None:
+    """Commit one finished run (its times come from `measure_once`)."""
+    info = dict(m.info)
+    started, ended = info.pop("_started"), info.pop("_ended")
+    store.add_run(
+        campaign_id,
+        trial_id,
+        workload=workload,
+        repetition=rep,
+        status=m.status,
+        metrics=m.metrics,
+        error=m.error,
+        info=info,
+        started_at=started,
+        ended_at=ended,
+    )
+
+
+def measure_once(
+    target: Target, workload: Workload | None, timeout: float | None, metric: str
+) -> Measurement:
+    """One run, never raising for a benchmark's own failure: a crash, a hang or a missing
+    objective metric becomes a failed Measurement. Start and end times go into `info`."""
+    started = time.time()
+    try:
+        measurement = target.run(workload, timeout)
+    except StortuneError as exc:
+        measurement = Measurement.failed(str(exc))
+    except (OSError, ValueError, RuntimeError) as exc:  # a crashing benchmark, not our bug
+        measurement = Measurement.failed(f"{type(exc).__name__}: {exc}")
+    if measurement.ok and metric not in measurement.metrics:
+        have = ", ".join(sorted(measurement.metrics)[:12])
+        measurement = Measurement.failed(
+            f"the run reported no metric {metric!r} (it has: {have})", **measurement.info
+        )
+    measurement.info["_started"] = started
+    measurement.info["_ended"] = time.time()
+    return measurement
+
+
+def workloads_from_specs(specs: Sequence[dict[str, Any]]) -> list[Workload | None]:
     if not specs:
         return [None]
     from stortune.workloads import make_workload

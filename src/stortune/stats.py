@@ -51,3 +51,34 @@ def summarize(values: Sequence[float], confidence: float = 0.9) -> Summary:
 def rsd(values: Sequence[float]) -> float:
     """Relative standard deviation (sample std over |mean|)."""
     return summarize(values).rsd
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How `b` compares with `a`: mean ratio b/a and its confidence interval."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.9) -> Ratio:
+    """Ratio of means mean(b)/mean(a) with a delta-method interval on the log scale (Welch
+    degrees of freedom), so that it stays positive and symmetric in relative terms."""
+    sa, sb = summarize(a, confidence), summarize(b, confidence)
+    if sa.n == 0 or sb.n == 0 or sa.mean <= 0 or sb.mean <= 0:
+        return Ratio(math.nan, math.nan, math.nan, confidence)
+    ratio = sb.mean / sa.mean
+    if sa.n < 2 or sb.n < 2:
+        return Ratio(ratio, 0.0, math.inf, confidence)
+    va = sa.std**2 / (sa.n * sa.mean**2)
+    vb = sb.std**2 / (sb.n * sb.mean**2)
+    if va + vb == 0:
+        return Ratio(ratio, ratio, ratio, confidence)
+    dof = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(va + vb)
+    return Ratio(ratio, ratio * math.exp(-half), ratio * math.exp(half), confidence)

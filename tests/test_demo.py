@@ -1,0 +1,52 @@
+"""`stortune demo` end to end on the real default target, small: the README's first command."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import STORTUNE
+from markupsafe import escape
+
+from stortune.store import Store
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the localfs demo needs root")
+
+
+def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = subprocess.run(
+        [
+            *STORTUNE,
+            "demo",
+            "--out",
+            str(out),
+            "--budget",
+            "3",
+            "--runtime",
+            "1",
+            "--repetitions",
+            "1",
+            "--tuner",
+            "random",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    report = Path(data["report"])
+    html = report.read_text()
+    assert escape(data["headline"]) in html and "<svg" in html
+    for section in ("measured", "space", "tuning", "verification", "trials"):
+        assert f'id="{section}"' in html
+    with Store(data["store"]) as db:
+        trials = db.trials(db.campaign(data["campaign"]).id)
+    assert len(trials) == 3 and trials[0].info == {"source": "default"}
+    assert all(t.status == "ok" for t in trials), [t.error for t in trials]
+    assert not (out / "demo.img").exists()  # the image went with the teardown
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(out) not in mounts
