@@ -125,3 +125,14 @@ def test_parquet_export_reads_back(tmp_path: Path) -> None:
     dataset = load_dataset(path)
     assert dataset.params == ["a"] and dataset.metrics == ["x"]
     assert from_frame(frame).metrics == ["x"]
+
+
+def test_environment_fingerprint_names_machine_and_devices() -> None:
+    from stortune.environment import fingerprint
+
+    data = fingerprint()
+    for key in ("kernel", "cpu", "cores", "memory_mb", "packages", "disks", "fio"):
+        assert key in data
+    assert data["packages"]["stortune"]
+    for disk in data["disks"].values():
+        assert set(disk) == {"model", "rotational", "size_gb"}

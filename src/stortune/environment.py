@@ -35,9 +35,41 @@ def fingerprint() -> dict[str, Any]:
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in _PACKAGES},
         "fio": _tool_version(["fio", "--version"]),
+        "disks": disks(),
         "root": os.geteuid() == 0,
         "loadavg": os.getloadavg()[0],
     }
+
+
+def disks() -> dict[str, dict[str, Any]]:
+    """The machine's block devices other than loop, RAM and zram ones: model (or vendor and
+    driver when the device has no model, as virtio disks do), rotational flag, size."""
+    out: dict[str, dict[str, Any]] = {}
+    root = Path("/sys/block")
+    if not root.exists():
+        return out
+    for dev in sorted(root.iterdir()):
+        if dev.name.startswith(("loop", "ram", "zram")):
+            continue
+        out[dev.name] = {
+            "model": _read(dev / "device" / "model")
+            or " ".join(filter(None, (_read(dev / "device" / "vendor"), _driver(dev)))),
+            "rotational": _read(dev / "queue" / "rotational") == "1",
+            "size_gb": round(int(_read(dev / "size") or 0) * 512 / 1e9, 1),
+        }
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _driver(dev: Path) -> str:
+    link = dev / "device" / "driver"
+    return link.resolve().name if link.exists() else ""
 
 
 def _os_release() -> str:
