@@ -407,6 +407,7 @@ class Store:
                 if not include_failed and run.status != "ok":
                     continue
                 row: dict[str, Any] = {
+                    f"{RUN_PREFIX}id": run.id,
                     f"{RUN_PREFIX}trial": trial.seq,
                     f"{RUN_PREFIX}workload": run.workload,
                     f"{RUN_PREFIX}repetition": run.repetition,

@@ -1,0 +1,175 @@
+"""`stortune sweep`: measure a whole design (full factorial or a sample), interleaved, resumable."""
+
+from __future__ import annotations
+
+import signal
+import time
+from types import FrameType
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from stortune.cli import targets
+from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.errors import StortuneError
+from stortune.experiment import Event, Objective
+from stortune.sampling import sample
+from stortune.space import load_space
+from stortune.store import Store
+from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
+
+
+def _run(sweep: Sweep, quiet: bool) -> None:
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    done = sum(1 for t in sweep.store.trials(sweep.campaign.id)[1:] for _ in t.runs)
+    try:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=quiet,
+        ) as progress:
+            task = progress.add_task(sweep.campaign.name, total=sweep.total_runs, completed=done)
+
+            def on_event(event: Event) -> None:
+                if event.seq != 0:  # reference runs come on top of the design
+                    progress.advance(task)
+
+            sweep.on_event = on_event
+            sweep.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep")
+    def sweep_command(
+        space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
+        objective: str = typer.Option(
+            "total.bw_mbs:max", "--objective", "-o", help="METRIC[:max|min] summarised per config."
+        ),
+        design: str = typer.Option(
+            "factorial", "--design", help="factorial (every valid config), lhs or random."
+        ),
+        levels: int = typer.Option(3, help="factorial: grid levels for numeric parameters."),
+        limit: int = typer.Option(
+            0, "--limit", "-n", help="At most this many configs (lhs/random: how many)."
+        ),
+        repetitions: int = typer.Option(2, "--repetitions", "-r", help="Runs per config."),
+        reference_every: int = typer.Option(
+            5,
+            help="Measure the default config after every N configs (0: never), so runs "
+            "can be expressed relative to it.",
+        ),
+        seed: int = typer.Option(0, help="Seed of the run order (and of lhs/random designs)."),
+        timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
+        target: str = targets.TARGET,
+        workload: list[str] = targets.WORKLOAD,
+        runtime: float = targets.RUNTIME,
+        image_size: str = targets.IMAGE_SIZE,
+        device: str = targets.DEVICE,
+        destroy_data: bool = targets.DESTROY_DATA,
+        memory_limit: str = targets.MEMORY_LIMIT,
+        command: str = targets.COMMAND,
+        output: str = targets.OUTPUT,
+        name: str = typer.Option(None, "--name", help="Campaign name (default: made up)."),
+        resume: str = typer.Option(None, "--resume", help="Continue this stored sweep."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan, measure nothing."),
+        store: str = typer.Option(
+            DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP
+        ),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+        json_out: bool = typer.Option(False, "--json", help="Print the plan/outcome as JSON."),
+    ) -> None:
+        """Measure every config of a space (or a sample of it) under each workload, with
+        repetitions interleaved across configs and a reference config measured every few
+        configs. Stops and resumes without losing or repeating runs.
+
+        Example: stortune sweep --space localfs -w fileserver -w mailserver -r 2 --runtime 8
+
+        Example: stortune sweep --resume localfs-sweep-20261122
+        """
+        with Store(store) as db:
+            if resume:
+                sweep = Sweep.resume(db, resume)
+            else:
+                if not space:
+                    raise StortuneError("a new sweep needs --space")
+                s = load_space(space)
+                configs = sample(s, design, limit, seed, levels).configs
+                kind = targets.target_kind(target, command, None)
+                workloads = targets.build_workloads(kind, workload, runtime)
+                runs = len(configs) * repetitions * len(workloads)
+                plan = {
+                    "space": s.name,
+                    "design": design,
+                    "configs": len(configs),
+                    "runs": runs,
+                    "workloads": [w.name if w else "default" for w in workloads],
+                    "estimated_hours": sweep_time_estimate(runs, runtime) / 3600,
+                }
+                if dry_run:
+                    if json_out:
+                        print_json(plan)
+                    else:
+                        console.print(
+                            f"{plan['configs']} configs x {len(workloads)} workloads x "
+                            f"{repetitions} repetitions = {runs} runs, about "
+                            f"{plan['estimated_hours']:.1f} h at {runtime:g} s each",
+                            highlight=False,
+                        )
+                    return
+                built = targets.build_target(
+                    kind,
+                    s,
+                    command=command,
+                    output=output,
+                    image_size=image_size,
+                    device=device,
+                    destroy_data=destroy_data,
+                    memory_limit=memory_limit,
+                )
+                obj = Objective.parse(objective)
+                sweep = Sweep.start(
+                    db,
+                    name or f"{s.name}-sweep-{time.strftime('%Y%m%d-%H%M%S')}",
+                    s,
+                    built,
+                    workloads,
+                    obj.metric,
+                    obj.direction,
+                    configs,
+                    SweepSettings(repetitions, timeout, reference_every, seed),
+                )
+            _run(sweep, quiet or json_out)
+            trials = db.trials(sweep.campaign.id)
+            runs_ok = sum(r.status == "ok" for t in trials for r in t.runs)
+            runs_failed = sum(r.status != "ok" for t in trials for r in t.runs)
+        result = {
+            "campaign": sweep.campaign.name,
+            "configs": len(trials) - 1,
+            "runs_ok": runs_ok,
+            "runs_failed": runs_failed,
+        }
+        if json_out:
+            print_json(result)
+            return
+        console.print(
+            f"sweep {result['campaign']!r}: {result['configs']} configs, {runs_ok} runs ok, "
+            f"{runs_failed} failed; export with: stortune export {result['campaign']} -o FILE",
+            highlight=False,
+        )

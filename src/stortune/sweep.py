@@ -1,0 +1,231 @@
+"""The sweep: every config of a design x workloads x repetitions, the harness of SPA and Carver.
+
+Order matters on a machine whose throughput drifts (MEASURING.md): repetitions are interleaved,
+one pass over all configs per repetition, each pass in its own seeded shuffle, so drift spreads
+over configs instead of following the design's order. A reference config (the space's default
+unless named) is measured every `reference_every` configs; each run can then be expressed
+relative to the reference interpolated at its start time (`relative_values`), which cancels
+slow drift. All trials are stored up front, so a resumed sweep finds exactly the runs missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import yaml
+
+from stortune import environment
+from stortune.errors import StortuneError
+from stortune.experiment import (
+    Event,
+    measure_once,
+    record_run,
+    workload_name,
+    workloads_from_specs,
+)
+from stortune.space import Config, Space, parse_space
+from stortune.stats import summarize
+from stortune.store import Campaign, Run, Store, Trial
+from stortune.targets import Target, Workload, make_target
+
+REFERENCE = "reference"
+
+
+@dataclass
+class SweepSettings:
+    repetitions: int = 2
+    timeout: float | None = 600.0
+    reference_every: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.repetitions < 1:
+            raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        if self.reference_every < 0:
+            raise StortuneError("--reference-every must be 0 (off) or a positive number")
+
+
+class Sweep:
+    """A stored design measured run by run (see the module doc)."""
+
+    def __init__(
+        self,
+        store: Store,
+        campaign: Campaign,
+        space: Space,
+        target: Target,
+        workloads: Sequence[Workload | None],
+        settings: SweepSettings,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.store, self.campaign, self.space = store, campaign, space
+        self.target, self.workloads = target, list(workloads) or [None]
+        self.settings = settings
+        self.on_event = on_event or (lambda _e: None)
+
+    @classmethod
+    def start(
+        cls,
+        store: Store,
+        name: str,
+        space: Space,
+        target: Target,
+        workloads: Sequence[Workload | None],
+        metric: str,
+        direction: str,
+        configs: Sequence[Config],
+        settings: SweepSettings,
+        reference: Config | None = None,
+    ) -> Sweep:
+        if not configs:
+            raise StortuneError("the design has no valid config to measure")
+        campaign = store.create_campaign(
+            name,
+            kind="sweep",
+            space_name=space.name,
+            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+            target=target.describe(),
+            workload={"workloads": [w.describe() for w in workloads if w is not None]},
+            objective={"metric": metric, "direction": direction},
+            tuner="factorial",
+            seed=settings.seed,
+            settings=settings.__dict__,
+        )
+        reference = space.validate(reference or {})
+        store.add_trial(campaign.id, 0, reference, {"source": REFERENCE})
+        for seq, config in enumerate(configs, start=1):
+            store.add_trial(campaign.id, seq, space.validate(config))
+        return cls(store, campaign, space, target, workloads, settings)
+
+    @classmethod
+    def resume(cls, store: Store, name: str) -> Sweep:
+        campaign = store.campaign(name)
+        if campaign.kind != "sweep":
+            raise StortuneError(f"campaign {name!r} is a {campaign.kind}, not a sweep")
+        space = parse_space(campaign.space_yaml, f"campaign {name!r}")
+        return cls(
+            store,
+            campaign,
+            space,
+            make_target(campaign.target, space),
+            workloads_from_specs(campaign.workload.get("workloads", [])),
+            SweepSettings(**campaign.settings),
+        )
+
+    @property
+    def total_runs(self) -> int:
+        """Runs of the design (reference runs come on top)."""
+        configs = len(self.store.trials(self.campaign.id)) - 1
+        return configs * self.settings.repetitions * len(self.workloads)
+
+    def run(self) -> None:
+        self.store.record_environment(
+            self.campaign.id, {**environment.fingerprint(), "target": self.target.describe()}
+        )
+        self.store.set_status(self.campaign.id, "running")
+        trials = self.store.trials(self.campaign.id)
+        reference, design = trials[0], trials[1:]
+        done = {t.id: {(r.workload, r.repetition) for r in t.runs} for t in trials}
+        next_ref_rep = 1 + max((r.repetition for r in reference.runs), default=-1)
+        since_reference = self.settings.reference_every  # measure the reference first
+        try:
+            with self.target:
+                for rep in range(self.settings.repetitions):
+                    order = np.random.default_rng(self.settings.seed + rep).permutation(len(design))
+                    for index in order:
+                        trial = design[int(index)]
+                        missing = [
+                            w
+                            for w in self.workloads
+                            if (workload_name(w), rep) not in done[trial.id]
+                        ]
+                        if not missing:
+                            continue
+                        every = self.settings.reference_every
+                        if every and since_reference >= every:
+                            self._measure(reference, self.workloads, next_ref_rep)
+                            next_ref_rep += 1
+                            since_reference = 0
+                        self._measure(trial, missing, rep)
+                        since_reference += 1
+                        if rep == self.settings.repetitions - 1:
+                            self._finish(trial)
+                if self.settings.reference_every:
+                    self._measure(reference, self.workloads, next_ref_rep)  # closes the span
+        except KeyboardInterrupt:
+            self.store.set_status(self.campaign.id, "interrupted")
+            raise
+        self._finish(reference)
+        for trial in design:
+            self._finish(trial)
+        self.store.set_status(self.campaign.id, "finished")
+
+    def _measure(self, trial: Trial, workloads: Sequence[Workload | None], rep: int) -> None:
+        self.target.apply(trial.config)
+        for workload in workloads:
+            name = workload_name(workload)
+            m = measure_once(self.target, workload, self.settings.timeout, self.campaign.metric)
+            record_run(self.store, self.campaign.id, trial.id, name, rep, m)
+            self.on_event(Event("run", trial.seq, trial.config, name, rep, m))
+
+    def _finish(self, trial: Trial) -> None:
+        runs = self.store.trial_runs(trial.id)
+        values = [r.metrics[self.campaign.metric] for r in runs if r.status == "ok"]
+        summary = summarize(values)
+        self.store.finish_trial(
+            trial.id,
+            "ok" if summary.n else "failed",
+            summary.mean if summary.n else None,
+            {"all": summary.to_dict()},
+        )
+
+
+def relative_values(
+    runs: Sequence[Run], reference_runs: Sequence[Run], metric: str, workload: str
+) -> dict[int, float]:
+    """Each run's metric divided by the reference's, linearly interpolated at the run's start
+    time between the reference runs around it (the nearest one outside their span). Keyed by
+    run id; runs without a successful reference of their workload are left out."""
+    points = sorted(
+        (r.started_at, r.metrics[metric])
+        for r in reference_runs
+        if r.workload == workload and r.status == "ok" and metric in r.metrics
+    )
+    if not points:
+        return {}
+    times = np.array([t for t, _ in points])
+    values = np.array([v for _, v in points], dtype=float)
+    out = {}
+    for run in runs:
+        if run.workload != workload or run.status != "ok" or metric not in run.metrics:
+            continue
+        ref = float(np.interp(run.started_at, times, values))
+        if ref > 0 and not math.isnan(ref):
+            out[run.id] = run.metrics[metric] / ref
+    return out
+
+
+def campaign_relative(
+    store: Store, campaign: Campaign, metric: str | None = None
+) -> dict[int, float]:
+    """Relative values of every run of a sweep (reference trial = seq 0), for any workload."""
+    metric = metric or campaign.metric
+    trials = store.trials(campaign.id)
+    reference = [t for t in trials if (t.info or {}).get("source") == REFERENCE]
+    if not reference:
+        return {}
+    ref_runs = reference[0].runs
+    all_runs = [r for t in trials for r in t.runs]
+    out: dict[int, float] = {}
+    for name in {r.workload for r in all_runs}:
+        out.update(relative_values(all_runs, ref_runs, metric, name))
+    return out
+
+
+def sweep_time_estimate(runs: int, runtime: float, overhead: float = 3.0) -> float:
+    """Seconds a sweep of `runs` runs takes: each run's runtime plus apply/setup overhead
+    (1-4 s per local-fs evaluation on this kind of machine, MEASURING.md)."""
+    return runs * (runtime + overhead)

@@ -1,0 +1,157 @@
+"""The sweep: interleaving, resume, drift cancelled by reference runs, a real localfs sweep."""
+
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from stortune.cli import app
+from stortune.experiment import Event
+from stortune.sampling import sample
+from stortune.space import parse_space
+from stortune.store import Store
+from stortune.sweep import Sweep, SweepSettings, campaign_relative
+from stortune.targets.command import CommandTarget
+
+runner = CliRunner()
+
+SPACE = """
+name: drift
+parameters:
+  level: {type: ordinal, values: [1.0, 1.5, 2.0, 3.0], default: 1.0}
+"""
+
+# Throughput = level x a drift that doubles the machine's speed over the sweep, plus 0.2% noise.
+DRIFTING = textwrap.dedent(
+    """\
+    import json, random, sys, time
+    start = float(open(sys.argv[2]).read())
+    drift = 1.0 + 0.5 * (time.time() - start)
+    print(json.dumps({"mbs": float(sys.argv[1]) * 100 * drift * random.gauss(1, 0.002)}))
+    """
+)
+
+
+@pytest.fixture
+def drifting(tmp_path: Path) -> CommandTarget:
+    script = tmp_path / "drift.py"
+    script.write_text(DRIFTING)
+    clock = tmp_path / "start"
+    clock.write_text(str(time.time()))
+    return CommandTarget([sys.executable, str(script), "{level}", str(clock)])
+
+
+def start(store: Store, target: CommandTarget, reps: int = 2, every: int = 1) -> Sweep:
+    space = parse_space(SPACE)
+    configs = sample(space, "factorial", 0).configs
+    return Sweep.start(
+        store,
+        "s",
+        space,
+        target,
+        [None],
+        "mbs",
+        "max",
+        configs,
+        SweepSettings(repetitions=reps, reference_every=every, seed=3),
+    )
+
+
+def test_reference_runs_cancel_drift(store: Store, drifting: CommandTarget) -> None:
+    start(store, drifting, reps=2, every=1).run()
+    campaign = store.campaign("s")
+    trials = store.trials(campaign.id)
+    relative = campaign_relative(store, campaign)
+    raw_spread, rel_means = {}, {}
+    for t in trials[1:]:
+        values = [r.metrics["mbs"] for r in t.runs]
+        raw_spread[t.config["level"]] = max(values) / min(values)
+        rel_means[t.config["level"]] = sum(relative[r.id] for r in t.runs) / len(t.runs)
+    assert max(raw_spread.values()) > 1.05  # the drift is visible in the raw repetitions
+    for level, value in rel_means.items():
+        assert value == pytest.approx(level, rel=0.02)  # ... and gone relative to the reference
+
+
+def test_repetitions_are_interleaved_and_the_reference_recurs(
+    store: Store, drifting: CommandTarget
+) -> None:
+    start(store, drifting, reps=2, every=2).run()
+    trials = store.trials(store.campaign("s").id)
+    runs = sorted((r.started_at, t.seq, r.repetition) for t in trials for r in t.runs)
+    design_reps = [rep for _, seq, rep in runs if seq != 0]
+    assert design_reps == [0, 0, 0, 0, 1, 1, 1, 1]  # a whole pass before any second repetition
+    seqs = [seq for _, seq, _ in runs]
+    assert seqs[0] == 0 and seqs[-1] == 0  # the reference opens and closes the span
+    assert seqs.count(0) == 5  # and recurs after every 2 design configs
+    assert all(t.status == "ok" and len(t.runs) == 2 for t in trials[1:])
+
+
+def test_interrupted_sweep_resumes_without_repeating(store: Store, drifting: CommandTarget) -> None:
+    sweep = start(store, drifting, reps=2, every=0)
+    seen: list[Event] = []
+
+    def stop_after_three(event: Event) -> None:
+        seen.append(event)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    sweep.on_event = stop_after_three
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run()
+    assert store.campaign("s").status == "interrupted"
+    before = {r.id for t in store.trials(store.campaign("s").id) for r in t.runs}
+    assert len(before) == 3
+    Sweep.resume(store, "s").run()
+    trials = store.trials(store.campaign("s").id)
+    after = {r.id for t in trials for r in t.runs}
+    assert before <= after and len(after) == 8
+    assert all(sorted(r.repetition for r in t.runs) == [0, 1] for t in trials[1:])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the localfs target needs root")
+def test_real_localfs_sweep_and_relative_export(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    common = [
+        "--store",
+        db,
+        "--space",
+        "localfs",
+        "-w",
+        "randread",
+        "--design",
+        "random",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--runtime",
+        "1",
+        "--reference-every",
+        "1",
+        "--image-size",
+        "1g",
+        "--objective",
+        "total.bw_mbs:max",
+    ]
+    plan = runner.invoke(app, ["sweep", *common, "--dry-run", "--json"])
+    assert plan.exit_code == 0, plan.output
+    assert json.loads(plan.output)["runs"] == 2
+    result = runner.invoke(app, ["sweep", *common, "--name", "real", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "campaign": "real",
+        "configs": 2,
+        "runs_ok": 5,
+        "runs_failed": 0,
+    }
+    out = tmp_path / "real.csv"
+    assert runner.invoke(app, ["export", "real", "-o", str(out), "--store", db]).exit_code == 0
+    frame = pd.read_csv(out)
+    assert frame["metric.total.bw_mbs_rel"].notna().all()
+    assert (frame["metric.total.bw_mbs_rel"] > 0).all()
