@@ -258,16 +258,27 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
 
     space = parse_space(OK_ONLY)
     exp = Experiment.start(
-        store, "b", space, CommandTarget(command(bench)), [None], Objective("score", "max"),
-        "random", LoopSettings(budget=4, repetitions=1, baseline=True), seed=2,
+        store,
+        "b",
+        space,
+        CommandTarget(command(bench)),
+        [None],
+        Objective("score", "max"),
+        "random",
+        LoopSettings(budget=4, repetitions=1, baseline=True),
+        seed=2,
     )
     outcome = exp.run()
     trials = store.trials(store.campaign("b").id)
     assert trials[0].config == space.default_config() and trials[0].info == {"source": "default"}
     assert len(trials) == 4
     verdict = verify(
-        store, store.campaign("b"), CommandTarget(command(bench)), [None],
-        {"default": space.default_config(), "best": outcome.best_config}, repetitions=3,
+        store,
+        store.campaign("b"),
+        CommandTarget(command(bench)),
+        [None],
+        {"default": space.default_config(), "best": outcome.best_config},
+        repetitions=3,
     )
     default_score = 10 - (1 - 3) ** 2
     best_score = 10 - (outcome.best_config["x"] - 3) ** 2
