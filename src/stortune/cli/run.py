@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import signal
 import time
-from types import FrameType
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from stortune.cli import targets
-from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.cli.common import (
+    DEFAULT_STORE,
+    STORE_HELP,
+    console,
+    print_json,
+    sigterm_as_interrupt,
+)
 from stortune.errors import StortuneError
 from stortune.experiment import Event, Experiment, LoopSettings, Objective, Outcome
 from stortune.space import load_space
@@ -21,17 +25,14 @@ from stortune.tuners import tuner_names
 def run_with_progress(experiment: Experiment, quiet: bool = False) -> Outcome:
     """Run the loop under a rich progress bar; SIGTERM stops it like Ctrl-C (runs are kept)."""
 
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     settings = experiment.settings
     per_trial = settings.repetitions * len(experiment.workloads)
     total = settings.budget * per_trial if settings.budget else None
     done = experiment.store.run_count(experiment.campaign.id)
     best: list[float] = []
-    try:
-        with Progress(
+    with (
+        sigterm_as_interrupt(),
+        Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -40,24 +41,21 @@ def run_with_progress(experiment: Experiment, quiet: bool = False) -> Outcome:
             console=console,
             disable=quiet,
             transient=False,
-        ) as progress:
-            task = progress.add_task(
-                experiment.campaign.name, total=total, completed=done, status=""
-            )
+        ) as progress,
+    ):
+        task = progress.add_task(experiment.campaign.name, total=total, completed=done, status="")
 
-            def on_event(event: Event) -> None:
-                if event.kind == "run":
-                    progress.advance(task)
-                elif event.kind == "told" and event.value is not None:
-                    if not best or experiment.tuner.better(event.value, best[0]):
-                        best[:] = [event.value]
-                    status = f"trial {event.seq}: {event.value:.4g}  best {best[0]:.4g}"
-                    progress.update(task, status=status)
+        def on_event(event: Event) -> None:
+            if event.kind == "run":
+                progress.advance(task)
+            elif event.kind == "told" and event.value is not None:
+                if not best or experiment.tuner.better(event.value, best[0]):
+                    best[:] = [event.value]
+                status = f"trial {event.seq}: {event.value:.4g}  best {best[0]:.4g}"
+                progress.update(task, status=status)
 
-            experiment.on_event = on_event
-            return experiment.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        experiment.on_event = on_event
+        return experiment.run()
 
 
 def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import time
-from types import FrameType
 
 import typer
 from rich.progress import (
@@ -17,7 +15,13 @@ from rich.progress import (
 )
 
 from stortune.cli import targets
-from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.cli.common import (
+    DEFAULT_STORE,
+    STORE_HELP,
+    console,
+    print_json,
+    sigterm_as_interrupt,
+)
 from stortune.errors import StortuneError
 from stortune.experiment import Event, Objective
 from stortune.sampling import sample
@@ -27,13 +31,10 @@ from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
 
 
 def _run(sweep: Sweep, quiet: bool) -> None:
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     done = sum(1 for t in sweep.store.trials(sweep.campaign.id)[1:] for _ in t.runs)
-    try:
-        with Progress(
+    with (
+        sigterm_as_interrupt(),
+        Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -42,17 +43,16 @@ def _run(sweep: Sweep, quiet: bool) -> None:
             TimeRemainingColumn(),
             console=console,
             disable=quiet,
-        ) as progress:
-            task = progress.add_task(sweep.campaign.name, total=sweep.total_runs, completed=done)
+        ) as progress,
+    ):
+        task = progress.add_task(sweep.campaign.name, total=sweep.total_runs, completed=done)
 
-            def on_event(event: Event) -> None:
-                if event.seq != 0:  # reference runs come on top of the design
-                    progress.advance(task)
+        def on_event(event: Event) -> None:
+            if event.seq != 0:  # reference runs come on top of the design
+                progress.advance(task)
 
-            sweep.on_event = on_event
-            sweep.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        sweep.on_event = on_event
+        sweep.run()
 
 
 def register(app: typer.Typer) -> None:
