@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml scripts/install-system.sh
 	./scripts/install-system.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,mpi]'
+	$(PY) -m pip install -q -e '.[dev,mpi,postgres]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,7 +2,7 @@
 # Install the Debian packages stortune drives (fio, mkfs tools). Idempotent: does nothing when
 # everything is present, so `make test` stays fast on a machine that already has them.
 set -euo pipefail
-packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux)
+packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
