@@ -21,7 +21,6 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import qmc
 
 from stortune.errors import ConfigError, StortuneError
 from stortune.space import Config, Space
@@ -61,6 +60,8 @@ def sample(space: Space, method: str, n: int, seed: int | None = 0, levels: int 
 def latin_hypercube(space: Space, n: int, seed: int | None = 0) -> Design:
     """An n-point LHS design of valid configs (repair by swaps, see the module doc)."""
     _check_n(n)
+    from scipy.stats import qmc  # scipy.stats takes a second to import: only when used
+
     rng = np.random.default_rng(seed)
     points = qmc.LatinHypercube(d=len(space), rng=rng).random(n)
     repair = _SwapRepair(space, points, rng)

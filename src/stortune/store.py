@@ -18,14 +18,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from stortune.datasets import METRIC_PREFIX, RUN_PREFIX, Dataset
 from stortune.errors import StoreError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from stortune.datasets import Dataset
 
 metadata = sa.MetaData()
 
@@ -396,6 +399,10 @@ class Store:
     def runs_frame(self, campaign_name: str, include_failed: bool = True) -> pd.DataFrame:
         """A tidy table: one row per run, bookkeeping columns ``run.*``, one column per
         parameter, metric columns ``metric.<name>`` (the export format, see datasets.py)."""
+        import pandas as pd
+
+        from stortune.datasets import METRIC_PREFIX, RUN_PREFIX
+
         campaign = self.campaign(campaign_name)
         rows = []
         param_names: list[str] = []
@@ -430,6 +437,8 @@ class Store:
     def import_dataset(self, name: str, dataset: Dataset, space_yaml: str, space_name: str) -> int:
         """Store a dataset as a campaign of kind 'dataset': a trial per distinct config, a run per
         row. Returns the number of runs stored."""
+        from stortune.datasets import RUN_PREFIX
+
         campaign = self.create_campaign(
             name,
             kind="dataset",

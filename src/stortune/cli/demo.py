@@ -18,7 +18,6 @@ import typer
 from stortune.cli.common import console, err_console, print_json
 from stortune.cli.run import run_with_progress
 from stortune.experiment import Experiment, LoopSettings, Objective
-from stortune.report import write_report
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.verify import verify
@@ -50,6 +49,8 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune demo --budget 10 --runtime 3
         """
+        from stortune.report import write_report  # matplotlib: only when a report is made
+
         out.mkdir(parents=True, exist_ok=True)
         note = (err_console if json_out else console).print  # stdout stays pure JSON
         root = os.geteuid() == 0

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from stortune.errors import ConfigError, SpaceError
 from stortune.space.expr import Expression
 from stortune.space.parameter import Kind, Parameter
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Config = dict[str, Any]
 
@@ -185,12 +187,16 @@ class Space:
 
     def to_frame(self, configs: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         """Configs as a table with one column per parameter (missing = inactive = NaN/None)."""
+        import pandas as pd
+
         return pd.DataFrame([dict(c) for c in configs], columns=self.names)
 
     def one_hot(self, configs: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, dict]:
         """Numeric columns for regression (Lasso): categoricals one-hot (``name=value``),
         booleans 0/1, ordinals by value (or index when not numeric); inactive parameters take
         their default. Returns the matrix and, per parameter, the columns it became."""
+        import pandas as pd
+
         configs = list(configs)
         columns: dict[str, list[float]] = {}
         groups: dict[str, list[str]] = {}
