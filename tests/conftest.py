@@ -36,6 +36,15 @@ TOY_SPACE = textwrap.dedent(
 )
 
 
+@pytest.fixture(autouse=True)
+def private_benchmark_lock(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test measures under its own benchmark lock, so tests that run while someone else
+    benchmarks on the machine do not collide with them (the lock itself is tested explicitly)."""
+    monkeypatch.setenv("STORTUNE_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))
+
+
 @pytest.fixture
 def toy_space() -> Space:
     return parse_space(TOY_SPACE, "toy.yaml")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ import yaml
 
 from stortune import environment
 from stortune.errors import ConfigError, StortuneError
+from stortune.lock import BenchmarkLock
 from stortune.space import Config, Space, parse_space
 from stortune.stats import summarize
 from stortune.store import Campaign, Store, Trial
@@ -205,7 +207,7 @@ class Experiment:
         self.store.set_status(self.campaign.id, "running")
         stopped_by = "budget"
         try:
-            with self.target:
+            with machine_lock(self.target, self.campaign.name), self.target:
                 seq = self._replay()
                 if seq == 0 and self.settings.baseline:
                     self._evaluate(0, self.space.default_config(), None, {"source": "default"})
@@ -317,6 +319,13 @@ class Experiment:
             best.value if best else None,
             stopped_by,
         )
+
+
+def machine_lock(target: Target, campaign: str) -> AbstractContextManager[object]:
+    """The machine's benchmark lock when the target measures this machine, else nothing."""
+    if not target.measures_machine:
+        return nullcontext()
+    return BenchmarkLock(f"campaign {campaign!r}, target {target.kind}")
 
 
 def record_run(

@@ -21,6 +21,7 @@ from stortune import environment
 from stortune.errors import StortuneError
 from stortune.experiment import (
     Event,
+    machine_lock,
     measure_once,
     record_run,
     workload_name,
@@ -132,7 +133,7 @@ class Sweep:
         next_ref_rep = 1 + max((r.repetition for r in reference.runs), default=-1)
         since_reference = self.settings.reference_every  # measure the reference first
         try:
-            with self.target:
+            with machine_lock(self.target, self.campaign.name), self.target:
                 for rep in range(self.settings.repetitions):
                     order = np.random.default_rng(self.settings.seed + rep).permutation(len(design))
                     for index in order:

@@ -17,6 +17,7 @@ from typing import Any
 from stortune.experiment import (
     Event,
     combine_workloads,
+    machine_lock,
     measure_once,
     record_run,
     workload_name,
@@ -66,7 +67,7 @@ def verify(
     trials = _trials_by_label(store, campaign, configs)
     metric = source.metric
     workloads = list(workloads) or [None]
-    with target:
+    with machine_lock(target, campaign.name), target:
         for rep in range(repetitions):
             for label, config in configs.items():
                 trial = trials[label]

@@ -52,6 +52,9 @@ class Target(ABC):
     """The system under test. Use as a context manager: setup on enter, teardown on exit."""
 
     kind: str = ""
+    # Whether runs measure this machine (and so must not overlap with another benchmark);
+    # targets that replay data or evaluate a model say False.
+    measures_machine: bool = True
 
     @classmethod
     @abstractmethod

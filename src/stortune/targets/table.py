@@ -23,6 +23,7 @@ from stortune.targets.base import Measurement, Target, Workload
 
 class TableTarget(Target):
     kind = "table"
+    measures_machine = False
 
     def __init__(self, dataset: Dataset, space: Space | None = None, nearest: bool = False) -> None:
         self.dataset = dataset

@@ -1,0 +1,70 @@
+"""One stortune benchmark at a time per machine.
+
+Anything else doing I/O spoils a run (MEASURING.md), and two stortune campaigns measuring at once
+spoil each other. Every loop that measures a real system holds an exclusive `flock` on
+``benchmark.lock`` in the lock folder (``$STORTUNE_LOCK_DIR``, else /run/lock/stortune as root,
+else ~/.cache/stortune). The kernel drops the lock when the process dies, so a crash never
+leaves it stuck; the file names the holder for the error message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from stortune.errors import BusyError
+
+
+def lock_dir() -> Path:
+    if os.environ.get("STORTUNE_LOCK_DIR"):
+        return Path(os.environ["STORTUNE_LOCK_DIR"])
+    if os.geteuid() == 0:
+        return Path("/run/lock/stortune")
+    return Path.home() / ".cache" / "stortune"
+
+
+_held: dict[Path, list[int]] = {}  # lock path -> [fd, depth] held by this process
+
+
+class BenchmarkLock:
+    """Context manager holding the machine's benchmark lock; `what` names the holder.
+
+    Re-entrant within a process: a loop and the target it drives may both take it."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.path = lock_dir() / "benchmark.lock"
+
+    def __enter__(self) -> BenchmarkLock:
+        if self.path in _held:
+            _held[self.path][1] += 1
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise BusyError(
+                f"another stortune benchmark is measuring on this machine ({holder}); one at a "
+                f"time, since they would spoil each other's runs (lock: {self.path})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, {self.what}\n".encode(), 0)
+        _held[self.path] = [fd, 1]
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        held = _held.get(self.path)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] == 0:
+            del _held[self.path]
+            os.ftruncate(held[0], 0)
+            os.close(held[0])

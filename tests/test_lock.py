@@ -1,0 +1,65 @@
+"""One benchmark at a time: a second campaign is refused with a clear line while one measures."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from stortune.errors import BusyError
+from stortune.experiment import Experiment, LoopSettings, Objective
+from stortune.lock import BenchmarkLock
+from stortune.space import parse_space
+from stortune.store import Store
+from stortune.targets.command import CommandTarget
+
+HOLDER = textwrap.dedent(
+    """\
+    import sys, time
+    from stortune.lock import BenchmarkLock
+    with BenchmarkLock("campaign 'first'"):
+        print("locked", flush=True)
+        time.sleep(float(sys.argv[1]))
+    """
+)
+
+
+def test_a_second_benchmark_is_refused_while_one_measures(tmp_path: Path) -> None:
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    holder = subprocess.Popen(
+        [sys.executable, str(script), "30"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 3, default: 1}\n")
+        with Store(str(tmp_path / "s.db")) as db:
+            exp = Experiment.start(
+                db,
+                "second",
+                space,
+                CommandTarget(["true"]),
+                [None],
+                Objective("m"),
+                "random",
+                LoopSettings(budget=1),
+                seed=0,
+            )
+            with pytest.raises(BusyError) as info:
+                exp.run()
+            assert f"pid {holder.pid}, campaign 'first'" in str(info.value)
+            assert "one at a time" in str(info.value)
+            assert db.trials(db.campaign("second").id) == []  # refused before measuring
+    finally:
+        holder.kill()
+        holder.wait()
+    # the kernel released the dead holder's lock: the next benchmark runs, and may nest it
+    with BenchmarkLock("campaign 'third'"), BenchmarkLock("its target"):
+        assert (
+            "campaign 'third'"
+            in (Path(os.environ["STORTUNE_LOCK_DIR"]) / "benchmark.lock").read_text()
+        )
+    with BenchmarkLock("campaign 'fourth'"):
+        pass
