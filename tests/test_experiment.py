@@ -14,6 +14,7 @@ from conftest import STORTUNE
 from stortune.errors import StortuneError
 from stortune.experiment import Experiment, LoopSettings, Objective, combine_workloads
 from stortune.space import parse_space
+from stortune.stats import summarize
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
 
@@ -289,3 +290,45 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
     # interleaved: default, best, default, best, ...
     order = sorted((r.started_at, t.info["label"]) for t in runs for r in t.runs)
     assert [label for _, label in order][:4] == ["default", "best", "default", "best"]
+
+
+NOISY = textwrap.dedent(
+    """\
+    import json, sys
+    # a noisy benchmark with a fixed sequence: values alternate around 100 by +-spread
+    counter = sys.argv[2] + ".n"
+    try:
+        n = int(open(counter).read())
+    except FileNotFoundError:
+        n = 0
+    open(counter, "w").write(str(n + 1))
+    spread = float(sys.argv[1])
+    print(json.dumps({"score": 100 + (spread if n % 2 else -spread)}))
+    """
+)
+
+
+@pytest.mark.parametrize(("spread", "expected"), [(0.5, 2), (4.0, 5), (30.0, 8)])
+def test_adaptive_repetitions_stop_when_confident(
+    store: Store, tmp_path: Path, spread: float, expected: int
+) -> None:
+    # 90% t-intervals by hand. +-0.5 around 100: two runs, t(1)=6.314 x s 0.707 / sqrt 2 =
+    # 3.16%: within 5% at once. +-4: four runs, t(3)=2.353 x s 4.619 / 2 = 5.43% (not yet);
+    # five runs (mean 99.2), t(4)=2.132 x s 4.382 / sqrt 5 / 99.2 = 4.21%: stop at 5.
+    # +-30: still 21% after 8 runs, so the maximum of 8 applies.
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY)
+    space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 1, default: 1}\n")
+    target = CommandTarget([sys.executable, str(script), str(spread), str(tmp_path / "c")])
+    settings = LoopSettings(budget=1, repetitions=8, target_ci=0.05, min_repetitions=2)
+    Experiment.start(
+        store, "ad", space, target, [None], Objective("score"), "random", settings, seed=0
+    ).run()
+    [trial] = store.trials(store.campaign("ad").id)
+    values = [r.metrics["score"] for r in trial.runs]
+    assert len(values) == expected, values
+    achieved = trial.summary["default"]["ci_rel"]
+    assert achieved == pytest.approx(summarize(values).ci_half_width_rel)
+    if expected < 8:
+        assert achieved <= 0.05
+    assert len(values) == 2 or summarize(values[:-1]).ci_half_width_rel > 0.05

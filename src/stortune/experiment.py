@@ -58,6 +58,11 @@ class LoopSettings:
     timeout: float | None = 600.0
     confidence: float = 0.9
     baseline: bool = False
+    # Repetitions until confident (SeRRa's rule): when `target_ci` is set, a config is run at
+    # least `min_repetitions` times and then until the `confidence` t-interval of its mean is
+    # within +-target_ci (relative) for every workload, at most `repetitions` times.
+    target_ci: float | None = None
+    min_repetitions: int = 2
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -66,6 +71,10 @@ class LoopSettings:
             raise StortuneError(f"the budget must be at least 1 evaluation, not {self.budget}")
         if self.repetitions < 1:
             raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        if self.target_ci is not None and not 0 < self.target_ci < 1:
+            raise StortuneError(f"the CI target is a fraction in (0, 1), not {self.target_ci}")
+        if self.min_repetitions < 1:
+            raise StortuneError(f"min repetitions must be at least 1, not {self.min_repetitions}")
         if self.timeout is not None and self.timeout <= 0:
             raise StortuneError(f"the timeout must be positive, not {self.timeout}")
 
@@ -273,12 +282,22 @@ class Experiment:
                 measurement = self._measure(workload)
                 record_run(self.store, self.campaign.id, trial_id, name, rep, measurement)
                 self.on_event(Event("run", seq, config, name, rep, measurement))
+            if self._confident(trial_id, rep + 1):
+                break
         runs = self.store.trial_runs(trial_id)
         value, summary, error = self._summarize(runs)
         self.store.finish_trial(
             trial_id, "ok" if value is not None else "failed", value, summary, error
         )
         self._tell(seq, config, value)
+
+    def _confident(self, trial_id: int, repetitions_done: int) -> bool:
+        """Whether adaptive repetitions may stop: every workload's interval is within target."""
+        target = self.settings.target_ci
+        if target is None or repetitions_done < self.settings.min_repetitions:
+            return False
+        _, summary, error = self._summarize(self.store.trial_runs(trial_id))
+        return error is None and all(s["ci_rel"] <= target for s in summary.values())
 
     def _measure(self, workload: Workload | None) -> Measurement:
         return measure_once(self.target, workload, self.settings.timeout, self.objective.metric)
@@ -294,7 +313,7 @@ class Experiment:
                 if r.workload == name and r.status == "ok"
             ]
             summary = summarize(values, self.settings.confidence)
-            per_workload[name] = summary.to_dict()
+            per_workload[name] = {**summary.to_dict(), "ci_rel": summary.ci_half_width_rel}
             if summary.n == 0:
                 errors = [r.error for r in runs if r.workload == name and r.error]
                 return None, per_workload, errors[-1] if errors else "no successful run"

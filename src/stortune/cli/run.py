@@ -98,7 +98,16 @@ def register(app: typer.Typer) -> None:
             None, help="Evaluations (configs) in total [default: 20; on --resume: as stored]."
         ),
         seconds: float = typer.Option(None, help="Stop after this many seconds."),
-        repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per config."),
+        repetitions: int = typer.Option(
+            3, "--repetitions", "-r", help="Runs per config (the most, with --target-ci)."
+        ),
+        target_ci: float = typer.Option(
+            None,
+            "--target-ci",
+            help="Repeat each config until the 90%% CI of its mean is "
+            "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
+        ),
+        min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         seed: int = typer.Option(0, help="Random seed of the tuner."),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
@@ -130,7 +139,12 @@ def register(app: typer.Typer) -> None:
                     raise StortuneError("a new campaign needs --space and --objective")
                 s = load_space(space)
                 settings = LoopSettings(
-                    budget=budget or 20, seconds=seconds, repetitions=repetitions, timeout=timeout
+                    budget=budget or 20,
+                    seconds=seconds,
+                    repetitions=repetitions,
+                    timeout=timeout,
+                    target_ci=target_ci,
+                    min_repetitions=min_repetitions,
                 )
                 target = targets.target_kind(target, command, dataset)
                 built = targets.build_target(
