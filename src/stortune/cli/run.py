@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         target_ci: float = typer.Option(
             None,
             "--target-ci",
-            help="Repeat each config until the 90%% CI of its mean is "
+            help="Repeat each config until the 90% CI of its mean is "
             "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
         ),
         min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
