@@ -124,6 +124,7 @@ def test_run_export_import_round_trip(tmp_path: Path, toy_space_file: Path) -> N
             "--name",
             "c",
             "--json",
+            "--no-check-disturbance",
         ],
     )
     assert result.exit_code == 0, result.output

@@ -207,6 +207,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
         "--store",
         str(db),
         "-q",
+        "--no-check-disturbance",
     ]
     proc = subprocess.Popen(
         [*STORTUNE, "run", *common, "--name", "k"],

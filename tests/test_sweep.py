@@ -118,6 +118,7 @@ def test_interrupted_sweep_resumes_without_repeating(store: Store, drifting: Com
 def test_real_localfs_sweep_and_relative_export(tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     common = [
+        "--no-check-disturbance",
         "--store",
         db,
         "--space",

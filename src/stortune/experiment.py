@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from stortune import environment
+from stortune import disturbance, environment
+from stortune.disturbance import Limits
 from stortune.errors import ConfigError, StortuneError
 from stortune.lock import BenchmarkLock
 from stortune.space import Config, Space, parse_space
@@ -63,6 +64,9 @@ class LoopSettings:
     # within +-target_ci (relative) for every workload, at most `repetitions` times.
     target_ci: float | None = None
     min_repetitions: int = 2
+    # Redo runs that other work on the machine disturbed (stortune.disturbance).
+    check_disturbance: bool = False
+    settle_seconds: float = 5.0
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -300,7 +304,14 @@ class Experiment:
         return error is None and all(s["ci_rel"] <= target for s in summary.values())
 
     def _measure(self, workload: Workload | None) -> Measurement:
-        return measure_once(self.target, workload, self.settings.timeout, self.objective.metric)
+        limits = (
+            Limits(settle_seconds=self.settings.settle_seconds)
+            if self.settings.check_disturbance
+            else None
+        )
+        return measure_once(
+            self.target, workload, self.settings.timeout, self.objective.metric, limits
+        )
 
     def _summarize(self, runs: Sequence[Any]) -> tuple[float | None, dict[str, Any], str | None]:
         per_workload: dict[str, Any] = {}
@@ -368,10 +379,40 @@ def record_run(
 
 
 def measure_once(
-    target: Target, workload: Workload | None, timeout: float | None, metric: str
+    target: Target,
+    workload: Workload | None,
+    timeout: float | None,
+    metric: str,
+    limits: Limits | None = None,
 ) -> Measurement:
     """One run, never raising for a benchmark's own failure: a crash, a hang or a missing
-    objective metric becomes a failed Measurement. Start and end times go into `info`."""
+    objective metric becomes a failed Measurement. Start and end times go into `info`.
+
+    With `limits`, a run that something else on the machine disturbed (`stortune.disturbance`)
+    is redone up to `limits.retries` times; what the discarded attempts measured and why they
+    were discarded is kept in ``info['disturbed_attempts']``, and a run still disturbed after the
+    last retry gets the status ``disturbed`` (summaries leave it out)."""
+    if limits is None:
+        return _measure_plain(target, workload, timeout, metric)
+    attempts: list[dict[str, Any]] = []
+    while True:
+        before = disturbance.probe()
+        measurement = _measure_plain(target, workload, timeout, metric)
+        reason = disturbance.judge(before, disturbance.probe(), measurement.metrics, limits)
+        if reason is None or len(attempts) >= limits.retries:
+            break
+        attempts.append({"reason": reason, "metrics": measurement.metrics})
+        time.sleep(limits.settle_seconds)
+    if attempts:
+        measurement.info["disturbed_attempts"] = attempts
+    if reason is not None and measurement.ok:
+        measurement.status, measurement.error = "disturbed", reason
+    return measurement
+
+
+def _measure_plain(
+    target: Target, workload: Workload | None, timeout: float | None, metric: str
+) -> Measurement:
     started = time.time()
     try:
         measurement = target.run(workload, timeout)

@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from stortune import environment
+from stortune.disturbance import Limits
 from stortune.errors import StortuneError
 from stortune.experiment import (
     Event,
@@ -41,6 +42,7 @@ class SweepSettings:
     timeout: float | None = 600.0
     reference_every: int = 5
     seed: int = 0
+    check_disturbance: bool = False
 
     def __post_init__(self) -> None:
         if self.repetitions < 1:
@@ -168,7 +170,10 @@ class Sweep:
         self.target.apply(trial.config)
         for workload in workloads:
             name = workload_name(workload)
-            m = measure_once(self.target, workload, self.settings.timeout, self.campaign.metric)
+            limits = Limits() if self.settings.check_disturbance else None
+            m = measure_once(
+                self.target, workload, self.settings.timeout, self.campaign.metric, limits
+            )
             record_run(self.store, self.campaign.id, trial.id, name, rep, m)
             self.on_event(Event("run", trial.seq, trial.config, name, rep, m))
 

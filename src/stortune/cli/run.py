@@ -108,6 +108,7 @@ def register(app: typer.Typer) -> None:
             "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
         ),
         min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
+        check_disturbance: bool = targets.CHECK_DISTURBANCE,
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         seed: int = typer.Option(0, help="Random seed of the tuner."),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
@@ -145,6 +146,7 @@ def register(app: typer.Typer) -> None:
                     timeout=timeout,
                     target_ci=target_ci,
                     min_repetitions=min_repetitions,
+                    check_disturbance=check_disturbance,
                 )
                 target = targets.target_kind(target, command, dataset)
                 built = targets.build_target(

@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
         ),
         seed: int = typer.Option(0, help="Seed of the run order (and of lhs/random designs)."),
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
+        check_disturbance: bool = targets.CHECK_DISTURBANCE,
         target: str = targets.TARGET,
         workload: list[str] = targets.WORKLOAD,
         runtime: float = targets.RUNTIME,
@@ -153,7 +154,7 @@ def register(app: typer.Typer) -> None:
                     obj.metric,
                     obj.direction,
                     configs,
-                    SweepSettings(repetitions, timeout, reference_every, seed),
+                    SweepSettings(repetitions, timeout, reference_every, seed, check_disturbance),
                 )
             _run(sweep, quiet or json_out)
             trials = db.trials(sweep.campaign.id)

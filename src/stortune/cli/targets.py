@@ -51,6 +51,12 @@ DEVICE = typer.Option(
 DESTROY_DATA = typer.Option(
     False, "--destroy-data", help="localfs: allow formatting the --device (its data is lost)."
 )
+CHECK_DISTURBANCE = typer.Option(
+    True,
+    "--check-disturbance/--no-check-disturbance",
+    help="Redo a run (at most twice, after a pause) when another benchmark, other processes' "
+    "CPU or other devices' I/O disturbed it.",
+)
 MEMORY_LIMIT = typer.Option(
     None,
     "--memory-limit",

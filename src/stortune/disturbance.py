@@ -1,0 +1,130 @@
+"""Was a run disturbed by something else on the machine?
+
+MEASURING.md: another fio harness on the machine doubled and halved throughput. Before and after
+each run the guard takes a probe of the machine:
+
+* other benchmark processes (fio, rados, dd, sysbench, stress-ng, ... that are not this process
+  or its children),
+* CPU time spent in user mode by anyone but this process and its children (our own benchmark
+  counts as ours; kernel I/O threads run in system mode and do not count),
+* I/O on block devices the run does not use (when the measurement reports it as
+  ``sys.other_io_mb``, as the localfs target's runs do).
+
+A run is disturbed when another benchmark was seen, or when the others' CPU or I/O during the run
+exceeds a limit. The loop then redoes it (a bounded number of times) and keeps what it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCHMARKS = frozenset(
+    {
+        "fio",
+        "rados",
+        "dd",
+        "sysbench",
+        "stress-ng",
+        "stress",
+        "iozone",
+        "bonnie++",
+        "filebench",
+        "vdbench",
+        "iperf3",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    time: float
+    user_ticks: int  # all CPUs, user + nice, since boot
+    own_ticks: int  # this process and its waited-for children, user mode
+    benchmarks: tuple[str, ...]  # "pid name" of other benchmark processes
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Thresholds: other processes' user CPU in cores, other devices' I/O in MB/s."""
+
+    other_cpu_cores: float = 0.5
+    other_io_mbs: float = 5.0
+    retries: int = 2
+    settle_seconds: float = 5.0  # let the disturbance pass before the run is redone
+
+
+def probe() -> Probe:
+    return Probe(time.monotonic(), _user_ticks(), _own_ticks(), tuple(other_benchmarks()))
+
+
+def judge(before: Probe, after: Probe, metrics: dict[str, float], limits: Limits) -> str | None:
+    """Why the run between two probes was disturbed, or None."""
+    seen = sorted(set(before.benchmarks) | set(after.benchmarks))
+    if seen:
+        return f"another benchmark was running: {', '.join(seen[:3])}"
+    seconds = max(after.time - before.time, 1e-3)
+    ticks = os.sysconf("SC_CLK_TCK")
+    others = (after.user_ticks - before.user_ticks) - (after.own_ticks - before.own_ticks)
+    cores = others / ticks / seconds
+    if cores > limits.other_cpu_cores:
+        return f"other processes used {cores:.2f} CPU cores during the run"
+    other_io = metrics.get("sys.other_io_mb")
+    if other_io is not None and other_io / seconds > limits.other_io_mbs:
+        return f"other I/O of {other_io / seconds:.1f} MB/s on devices the run does not use"
+    return None
+
+
+def other_benchmarks() -> list[str]:
+    """Benchmark processes that are neither this process nor one of its descendants."""
+    ours = _descendants(os.getpid()) | {os.getpid()}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in ours:
+            continue
+        try:
+            name = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if name in BENCHMARKS:
+            found.append(f"{entry.name} {name}")
+    return found
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out: set[int] = set()
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in out:
+                out.add(child)
+                pending.append(child)
+    return out
+
+
+def _user_ticks() -> int:
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[1]) + int(fields[2])  # user + nice
+
+
+def _own_ticks() -> int:
+    ours = [os.getpid(), *_descendants(os.getpid())]
+    total = 0
+    for pid in ours:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[13])  # utime + cutime (waited-for children)
+    return total
