@@ -43,7 +43,7 @@ def summarize(values: Sequence[float], confidence: float = 0.9) -> Summary:
         return Summary(1, mean, 0.0, 0.0, -math.inf, math.inf, confidence)
     std = float(x.std(ddof=1))
     rsd = std / abs(mean) if mean != 0 else math.inf
-    half = _t_quantile(0.5 + confidence / 2, n - 1) * std / math.sqrt(n)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * std / math.sqrt(n)
     return Summary(n, mean, std, rsd, mean - half, mean + half, confidence)
 
 
@@ -79,11 +79,11 @@ def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.9) ->
     if va + vb == 0:
         return Ratio(ratio, ratio, ratio, confidence)
     dof = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
-    half = _t_quantile(0.5 + confidence / 2, dof) * math.sqrt(va + vb)
+    half = t_quantile(0.5 + confidence / 2, dof) * math.sqrt(va + vb)
     return Ratio(ratio, ratio * math.exp(-half), ratio * math.exp(half), confidence)
 
 
-def _t_quantile(q: float, dof: float) -> float:
+def t_quantile(q: float, dof: float) -> float:
     """Student's t quantile (scipy.stats is imported here, not at start-up: it is slow)."""
     from scipy import stats as scipy_stats
 

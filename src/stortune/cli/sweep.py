@@ -30,7 +30,7 @@ from stortune.store import Store
 from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
 
 
-def _run(sweep: Sweep, quiet: bool) -> None:
+def run_sweep(sweep: Sweep, quiet: bool) -> None:
     done = sum(1 for t in sweep.store.trials(sweep.campaign.id)[1:] for _ in t.runs)
     with (
         sigterm_as_interrupt(),
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
                     configs,
                     SweepSettings(repetitions, timeout, reference_every, seed, check_disturbance),
                 )
-            _run(sweep, quiet or json_out)
+            run_sweep(sweep, quiet or json_out)
             trials = db.trials(sweep.campaign.id)
             runs_ok = sum(r.status == "ok" for t in trials for r in t.runs)
             runs_failed = sum(r.status != "ok" for t in trials for r in t.runs)
