@@ -1,0 +1,156 @@
+"""Trustworthy measurements on a noisy machine: raw vs reference-normalised repeat RSD.
+
+One localfs config (the default of the `localfs` space unless --config) is measured for
+--minutes, alternating with the reference config, with background I/O (a fio random-write job on
+the root disk, outside stortune) during the middle third. The peer is what a user does without
+stortune: plain repetitions, compared raw. Reported per phase (before, during, after the load):
+raw RSD, RSD relative to the reference, and how many runs the disturbance check flagged.
+Goal (issue #10): normalised RSD <= 3%.
+
+Needs root and a machine with nothing else running. Run:
+    python bench/noise.py --minutes 30        (writes bench/results/noise.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from stortune.noise import repetitions_needed
+from stortune.space import load_space
+from stortune.stats import summarize
+from stortune.store import Store
+from stortune.sweep import REFERENCE, Sweep, SweepSettings, campaign_relative
+from stortune.targets.localfs import LocalFsTarget
+from stortune.workloads.fio import FioWorkload
+
+RESULTS = Path(__file__).parent / "results" / "noise.json"
+METRIC = "total.bw_mbs"
+
+
+def background_load(stop: threading.Event, start_at: float, end_at: float, folder: Path) -> None:
+    """A fio random-write job on the root disk between two times (seconds since the start)."""
+    began = time.monotonic()
+    while time.monotonic() - began < start_at and not stop.is_set():
+        time.sleep(1)
+    if stop.is_set():
+        return
+    seconds = max(1, int(end_at - start_at))
+    subprocess.run(
+        [
+            "fio",
+            "--name=background",
+            f"--directory={folder}",
+            "--rw=randwrite",
+            "--bs=64k",
+            "--size=512m",
+            "--direct=1",
+            "--time_based",
+            f"--runtime={seconds}",
+            "--output=/dev/null",
+        ],
+        check=False,
+    )
+
+
+def phase_of(t: float, start_at: float, end_at: float) -> str:
+    return "before" if t < start_at else ("during" if t < end_at else "after")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--runtime", type=float, default=10.0)
+    parser.add_argument("--workload", default="fileserver")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench/noise.py needs root (loop devices, mkfs, mount)")
+    seconds = args.minutes * 60
+    load_from, load_to = seconds / 3, 2 * seconds / 3
+    space = load_space("localfs")
+    pairs = max(3, int(seconds // (2 * (args.runtime + 3))))
+    work = Path(tempfile.mkdtemp(prefix="stortune-noise-"))
+    stop = threading.Event()
+    loader = threading.Thread(target=background_load, args=(stop, load_from, load_to, work))
+    started = time.time()
+    with Store(str(work / "noise.db")) as db:
+        sweep = Sweep.start(
+            db,
+            "noise",
+            space,
+            LocalFsTarget(space, image_size="4g"),
+            [FioWorkload(args.workload, runtime=args.runtime)],
+            METRIC,
+            "max",
+            [space.default_config()],
+            SweepSettings(
+                repetitions=pairs,
+                timeout=args.runtime * 10 + 120,
+                reference_every=1,
+                check_disturbance=True,
+            ),
+        )
+        loader.start()
+        try:
+            sweep.run()
+        finally:
+            stop.set()
+            loader.join()
+        campaign = db.campaign("noise")
+        trials = db.trials(campaign.id)
+        relative = campaign_relative(db, campaign)
+    studied = [r for t in trials if (t.info or {}).get("source") != REFERENCE for r in t.runs]
+    phases: dict[str, dict] = {}
+    for phase in ("before", "during", "after", "all"):
+        runs = [
+            r
+            for r in studied
+            if phase == "all" or phase_of(r.started_at - started, load_from, load_to) == phase
+        ]
+        ok = [r for r in runs if r.status == "ok"]
+        raw = summarize([r.metrics[METRIC] for r in ok])
+        norm = summarize([relative[r.id] for r in ok if r.id in relative])
+        phases[phase] = {
+            "runs": len(runs),
+            "ok": len(ok),
+            "flagged": sum(
+                bool(r.info.get("disturbed_attempts")) or r.status == "disturbed" for r in runs
+            ),
+            "raw_rsd": raw.rsd,
+            "normalised_rsd": norm.rsd,
+            "repetitions_for_5pct_raw": repetitions_needed(raw.rsd),
+            "repetitions_for_5pct_normalised": repetitions_needed(norm.rsd),
+        }
+    result = {
+        "minutes": args.minutes,
+        "runtime": args.runtime,
+        "workload": args.workload,
+        "load": {"from_s": load_from, "to_s": load_to},
+        "phases": phases,
+        "goal_normalised_rsd": 0.03,
+        "met": phases["all"]["normalised_rsd"] <= 0.03,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"{'phase':<8}{'runs':>6}{'flagged':>9}{'raw RSD':>10}{'normalised':>12}"
+        f"{'raw/normalised':>16}"
+    )
+    for phase, p in phases.items():
+        ratio = p["raw_rsd"] / p["normalised_rsd"] if p["normalised_rsd"] else float("nan")
+        print(
+            f"{phase:<8}{p['runs']:>6}{p['flagged']:>9}{p['raw_rsd']:>10.1%}"
+            f"{p['normalised_rsd']:>12.1%}{ratio:>15.1f}x"
+        )
+    print(f"goal: normalised RSD <= 3% overall: {'met' if result['met'] else 'NOT met'}")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
