@@ -1,0 +1,120 @@
+"""A fitted performance model kept on disk, to predict a metric for a config without measuring.
+
+A tuner can use it as a `surrogate` target: `SurrogateModel.load(path).predict_config(config)`.
+The file is a joblib pickle, so load only files you trust (unpickling can run code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+
+from stortune.errors import ConfigError, StortuneError
+from stortune.models.base import TabularRegressor
+
+FORMAT = "stortune-surrogate"
+VERSION = 1
+
+
+@dataclass
+class SurrogateModel:
+    """A fitted estimator with what it needs to be asked about one config."""
+
+    estimator: TabularRegressor
+    params: list[str]
+    metric: str
+    technique: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_fit(
+        cls,
+        estimator: TabularRegressor,
+        X: pd.DataFrame,
+        metric: str,
+        technique: str,
+        **metadata: Any,
+    ) -> SurrogateModel:
+        """Wrap a fitted estimator, recording the training ranges (a tuner's natural box)."""
+        ranges: dict[str, Any] = {}
+        for name in X.columns:
+            if estimator.encoder_.is_numeric(name):
+                ranges[name] = [float(X[name].min()), float(X[name].max())]
+            else:
+                ranges[name] = list(estimator.encoder_.categories[name])
+        return cls(
+            estimator,
+            list(X.columns),
+            metric,
+            technique,
+            {"n_rows": len(X), "ranges": ranges, **metadata},
+        )
+
+    def coerce(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The config with each value as the model saw it: numbers for numeric parameters."""
+        unknown = sorted(set(config) - set(self.params))
+        missing = [p for p in self.params if p not in config]
+        if unknown or missing:
+            parts = []
+            if missing:
+                parts.append(f"lacks {', '.join(missing)}")
+            if unknown:
+                parts.append(f"has unknown {', '.join(unknown)}")
+            raise ConfigError(f"config for the {self.metric} model {' and '.join(parts)}")
+        values: dict[str, Any] = {}
+        for name in self.params:
+            value = config[name]
+            if self.estimator.encoder_.is_numeric(name):
+                try:
+                    values[name] = float(value)
+                except (TypeError, ValueError):
+                    raise ConfigError(f"{name}={value!r}: the model expects a number") from None
+            else:
+                values[name] = str(value)
+        return values
+
+    def predict(self, frame: pd.DataFrame) -> np.ndarray:
+        return self.estimator.predict(frame[self.params])
+
+    def predict_config(self, config: dict[str, Any]) -> float:
+        """The predicted metric for one config (a dict of parameter values)."""
+        return float(self.predict(pd.DataFrame([self.coerce(config)], columns=self.params))[0])
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        joblib.dump(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "estimator": self.estimator,
+                "params": self.params,
+                "metric": self.metric,
+                "technique": self.technique,
+                "metadata": self.metadata,
+            },
+            path,
+        )
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> SurrogateModel:
+        path = Path(path)
+        if not path.exists():
+            raise StortuneError(f"{path}: no such model file")
+        try:
+            data = joblib.load(path)
+        except Exception as exc:  # unpickling fails in many ways; the user needs the file
+            raise StortuneError(f"{path}: not a stortune model file ({exc})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise StortuneError(f"{path}: not a stortune model file")
+        if data.get("version") != VERSION:
+            raise StortuneError(f"{path}: model file version {data.get('version')}, need {VERSION}")
+        return cls(
+            data["estimator"], data["params"], data["metric"], data["technique"], data["metadata"]
+        )

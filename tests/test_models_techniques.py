@@ -1,0 +1,151 @@
+"""Each technique recovers a function it can represent, from a table with a categorical column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone, is_regressor
+from sklearn.model_selection import cross_val_score
+
+from stortune.errors import StortuneError
+from stortune.models import TECHNIQUES, CARTModel, available_techniques, make_model
+from stortune.models.cubist_model import CubistModel, cubist_available
+from stortune.models.m5 import M5Model
+from stortune.models.mars import MARSModel
+
+
+def table(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "a": rng.random(n),
+            "b": rng.random(n),
+            "sched": rng.choice(["noop", "cfq"], n),
+        }
+    )
+
+
+def r2_on_fresh_rows(model, truth, noise=0.0, n=400) -> float:
+    train, test = table(n, 1), table(1000, 2)
+    rng = np.random.default_rng(3)
+    model.fit(train, truth(train) + rng.normal(0, noise, n))
+    return model.score(test, truth(test))
+
+
+def test_linear_with_interactions_recovers_a_product_term():
+    def truth(t):
+        return 3 + 2 * t.a - t.b + 4 * t.a * t.b + 5 * (t.sched == "cfq")
+
+    assert r2_on_fresh_rows(make_model("linear-int"), truth) > 0.999999
+    assert r2_on_fresh_rows(make_model("linear"), truth) < 0.99
+
+
+def test_mars_recovers_a_hinge():
+    def truth(t):
+        return 4 * np.maximum(0, t.a - 0.5) + t.b + 2 * (t.sched == "noop")
+
+    assert r2_on_fresh_rows(make_model("mars"), truth, noise=0.01) > 0.995
+
+
+def test_mars_with_interactions_recovers_a_hinge_times_a_variable():
+    def truth(t):
+        return 4 * np.maximum(0, t.a - 0.5) * t.b + t.b
+
+    assert r2_on_fresh_rows(make_model("mars-int"), truth, noise=0.01) > 0.99
+    assert r2_on_fresh_rows(make_model("mars"), truth, noise=0.01) < 0.99
+
+
+def test_mars_nprune_caps_the_terms():
+    train = table(300, 1)
+    y = 4 * np.maximum(0, train.a - 0.5) + np.maximum(0, 0.3 - train.b)
+    model = MARSModel(nnodes=21, thresh=0.0, nprune=2).fit(train, y)
+    assert sum(not bf.is_pruned() for bf in model.earth_.basis_) <= 2
+
+
+def test_cart_recovers_a_step_function():
+    def truth(t):
+        return 10.0 * (t.a > 0.5) + 5.0 * (t.sched == "cfq")
+
+    assert r2_on_fresh_rows(CARTModel(), truth) > 0.99
+
+
+def test_cart_cp_is_relative_to_the_root_error():
+    train = table(300, 1)
+    y = 10.0 * (train.a > 0.5) + 0.5 * (train.b > 0.5)
+    small = CARTModel(cp=0.001).fit(train, y)
+    scaled = CARTModel(cp=0.001).fit(train, 1000 * y)
+    assert small.tree_.get_n_leaves() == scaled.tree_.get_n_leaves() >= 4
+    # The b step explains about 0.2% of the variance: cp = 0.01 prunes it, as rpart would.
+    assert CARTModel(cp=0.01).fit(train, y).tree_.get_n_leaves() == 2
+
+
+def piecewise(t):
+    return np.where(t.a < 0.5, 2 * t.a + t.b, 1.0 + t.b - 3 * (t.a - 0.5)) + (t.sched == "cfq")
+
+
+@pytest.mark.parametrize("pruning", [True, False])
+def test_m5_recovers_a_piecewise_linear_function(pruning):
+    assert r2_on_fresh_rows(M5Model(pruning=pruning, smoothing=False), piecewise, 0.01) > 0.98
+    # Smoothing pulls small leaves towards their ancestors' models (k = 15): on a crisp
+    # function that costs accuracy, on noisy measurements it is what avoids overfitting.
+    assert r2_on_fresh_rows(M5Model(pruning=pruning), piecewise, noise=0.01) > 0.9
+
+
+def test_m5_pruning_leaves_linear_models_in_few_leaves():
+    train = table(300, 1)
+    y = 1.0 + 2.0 * train.a - train.b
+    model = M5Model().fit(train, y)
+    assert model.n_leaves_ == 1
+    np.testing.assert_allclose(model.coef_[0][:2], [2.0, -1.0], atol=1e-9)
+
+
+def test_boosting_fits_a_smooth_function():
+    def truth(t):
+        return np.sin(3 * t.a) + t.b
+
+    assert r2_on_fresh_rows(make_model("boosting"), truth) > 0.95
+
+
+@pytest.mark.skipif(not cubist_available(), reason="optional extra cubist (GPL-3) not installed")
+def test_cubist_recovers_a_piecewise_linear_function():
+    model = CubistModel(committees=5, neighbors=0)
+    assert r2_on_fresh_rows(model, piecewise, noise=0.01) > 0.97
+
+
+@pytest.mark.skipif(cubist_available(), reason="checks the message when cubist is missing")
+def test_cubist_missing_says_how_to_install():
+    with pytest.raises(StortuneError, match="stortune\\[cubist\\]"):
+        CubistModel().fit(table(20, 1), np.arange(20.0))
+    assert "cubist" not in available_techniques()
+
+
+@pytest.mark.parametrize("name", sorted(TECHNIQUES))
+def test_every_technique_is_a_scikit_learn_regressor(name):
+    if name not in available_techniques():
+        pytest.skip(f"{name} is not installed")
+    model = make_model(name)
+    assert is_regressor(model)
+    params = model.get_params()
+    assert clone(model).get_params() == params
+    train = table(60, 1)
+    y = train.a + (train.sched == "cfq")
+    scores = cross_val_score(model, train, y, cv=3)
+    assert np.all(np.isfinite(scores))
+    # An unseen category and a numpy array both predict.
+    fresh = table(5, 9).assign(sched="deadline")
+    assert np.all(np.isfinite(clone(model).fit(train, y).predict(fresh)))
+
+
+def test_numpy_arrays_work_too():
+    X = np.random.default_rng(0).random((100, 2))
+    model = M5Model().fit(X, X[:, 0] * 2)
+    assert model.predict(X[:3]).shape == (3,)
+
+
+def test_categories_are_those_seen_at_fit():
+    train = table(50, 1)
+    model = make_model("linear").fit(train, (train.sched == "cfq").astype(float))
+    assert model.encoder_.categories == {"sched": ["cfq", "noop"]}
+    assert model.encoder_.columns == ["a", "b", "sched=cfq", "sched=noop"]
+    np.testing.assert_allclose(model.predict(train.iloc[:4].assign(sched="cfq")), 1.0, atol=1e-9)
