@@ -13,6 +13,7 @@ from stortune.targets.base import Measurement, Target, Workload
 # kind -> "module:Class"; each class has `from_spec(spec, space)`. Imported lazily, so that a
 # target's heavy or optional dependencies cost nothing until it is used.
 REGISTRY: dict[str, str] = {
+    "ceph": "stortune.targets.ceph:CephTarget",
     "command": "stortune.targets.command:CommandTarget",
     "localfs": "stortune.targets.localfs:LocalFsTarget",
     "table": "stortune.targets.table:TableTarget",

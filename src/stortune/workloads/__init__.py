@@ -9,8 +9,9 @@ from typing import Any
 from stortune.errors import ConfigError
 from stortune.targets.base import Workload
 from stortune.workloads.fio import TEMPLATES, FioWorkload, parse_fio_output
+from stortune.workloads.rados import RadosWorkload
 
-KINDS = {"fio": FioWorkload}
+KINDS = {"fio": FioWorkload, "rados": RadosWorkload}
 
 
 def make_workload(spec: Mapping[str, Any]) -> Workload:

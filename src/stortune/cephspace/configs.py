@@ -1,0 +1,78 @@
+"""Config files for the ceph space: the bundled expert config, or a tuned one.
+
+Format (YAML)::
+
+    name: expert
+    description: what it is
+    sources:
+      micron: where the values come from
+    config:
+      osd_op_num_shards: {value: 8, source: micron, note: why}
+      ms_async_op_threads: 4          # a bare value is fine too
+
+A bundled file is named by its stem without the ``ceph-`` prefix (``expert`` for
+``cephspace/ceph-expert.yaml``; kept out of ``spaces/``, where every YAML file is a space).
+
+An extendable parameter's low/high are where a search starts, not what Ceph accepts: expert
+and tuned values (a tuner with dynamic bounds goes past them) are checked against its hard
+bounds instead (`within_hard_bounds`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stortune.errors import ConfigError
+from stortune.space import Config, Space
+
+
+def read_config_file(name_or_path: str | Path) -> dict[str, Any]:
+    """The document of a config file, or of a bundled one (``expert``)."""
+    path = Path(name_or_path)
+    if path.exists():
+        text = path.read_text()
+    else:
+        bundled = resources.files("stortune.cephspace") / f"ceph-{name_or_path}.yaml"
+        if not bundled.is_file():
+            raise ConfigError(f"no config file {str(name_or_path)!r} (bundled: expert)")
+        text = bundled.read_text()
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise ConfigError(f"{name_or_path}: a config file is a mapping with a 'config' mapping")
+    return doc
+
+
+def load_config(name_or_path: str | Path, space: Space) -> Config:
+    """The config a file holds, checked against `space` (unknown options and bad values are
+    errors that name them)."""
+    doc = read_config_file(name_or_path)
+    values = {
+        name: entry["value"] if isinstance(entry, dict) else entry
+        for name, entry in doc["config"].items()
+    }
+    try:
+        return within_hard_bounds(space).validate(values)
+    except ConfigError as exc:
+        raise ConfigError(f"{name_or_path}: {exc}") from None
+
+
+def within_hard_bounds(space: Space) -> Space:
+    """A copy of `space` whose extendable parameters accept anything within their hard
+    bounds (unbounded where none is given); a subspace keeps its held values."""
+    root = getattr(space, "parent", space)
+    params = []
+    for p in root.parameters:
+        if p.extendable and p.is_numeric:
+            low = p.hard_low if p.hard_low is not None else -math.inf
+            high = p.hard_high if p.hard_high is not None else math.inf
+            p = dataclasses.replace(p, low=min(low, p.low), high=max(high, p.high))
+        params.append(p)
+    relaxed = Space(root.name, params, root.constraints, root.description, root.source)
+    held = getattr(space, "held", None)
+    return relaxed.subspace(space.names, held) if held is not None else relaxed

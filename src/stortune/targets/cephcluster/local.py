@@ -1,0 +1,283 @@
+"""A Ceph mini-cluster in one directory: one monitor, one manager, BlueStore OSDs on files.
+
+Everything lives under the root directory (ceph.conf, monmap, mon/mgr/osd data, run dir with
+admin sockets, logs) and listens on 127.0.0.1 only, the monitor on a free port. Daemons run in
+the foreground of their own session (no systemd here), started by this module and stopped by the
+pid it recorded in ``cluster.json``, with SIGTERM (SIGKILL leaves BlueStore to recover on the
+next start). A process whose command line does not name this cluster's ceph.conf is never
+signalled, whatever pid was recorded.
+
+The owner holds an flock on ``owner.lock``; a cluster whose owner died (and which was not made
+to outlive its owner, ``persistent``) is stopped and removed by `recover_stale`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from stortune.errors import TargetError
+from stortune.targets import syscmd
+from stortune.targets.cephcluster.client import CephClient
+from stortune.targets.cephcluster.conf import plumbing_conf
+
+BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd"}
+STATE_FILE = "cluster.json"
+_STOP_SECONDS = 60.0
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class LocalCluster:
+    """A mini-cluster of `osds` OSDs, each on a `block_size`-byte file, in `root`."""
+
+    def __init__(
+        self, root: Path, osds: int = 2, block_size: int = 2 << 30, persistent: bool = False
+    ) -> None:
+        if osds < 1:
+            raise TargetError(f"a local cluster needs at least 1 OSD, not {osds}")
+        self.root = Path(root).absolute()  # daemons run in it: relative paths would break
+        self.osds = int(osds)
+        self.block_size = int(block_size)
+        self.persistent = bool(persistent)
+        self.conf = self.root / "ceph.conf"
+        self.client = CephClient(self.conf)
+        self.pids: dict[str, int] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._owner = -1
+
+    @property
+    def daemons(self) -> list[str]:
+        return ["mon.a", "mgr.x", *(f"osd.{i}" for i in range(self.osds))]
+
+    def asok(self, name: str) -> Path:
+        return self.root / "run" / f"ceph-{name}.asok"
+
+    # ---- creation -------------------------------------------------------------------------
+    def create(self, settings: Mapping[str, str]) -> None:
+        """Make and start a fresh cluster whose config database holds `settings` before any
+        OSD is made (options that only take effect at mkfs need that)."""
+        if self.root.exists() and any(p.name != "owner.lock" for p in self.root.iterdir()):
+            raise TargetError(f"{self.root} is not empty: refusing to make a cluster there")
+        for sub in ("mon/a", "mgr/x", "run", "log", "crash"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.lock_owner()
+        fsid = str(uuid.uuid4())
+        address = f"127.0.0.1:{_free_port()}"
+        self.conf.write_text(plumbing_conf(self.root, fsid, address, self.block_size))
+        self._save()
+        monmap = self.root / "monmap"
+        argv = ["monmaptool", "--create", "--fsid", fsid, "--addv", "a", f"[v2:{address}]"]
+        syscmd.run([*argv, str(monmap)], "making the monmap")
+        syscmd.run(
+            ["ceph-mon", "-c", str(self.conf), "-i", "a", "--mkfs", "--monmap", str(monmap)],
+            "making the monitor",
+        )
+        self.start(["mon.a"])
+        self.client.config_set(settings)
+        self.start(["mgr.x"])
+        self._make_osds()
+
+    def _make_osds(self) -> None:
+        uuids = [str(uuid.uuid4()) for _ in range(self.osds)]
+        answers = self.client.mon_commands(
+            [{"prefix": "osd new", "uuid": u, "format": "json"} for u in uuids]
+        )
+        ids = []
+        for status, output, message in answers:
+            if status != 0:
+                raise TargetError(f"ceph osd new: {message.strip() or status}")
+            data = json.loads(output)
+            ids.append(int(data["osdid"] if isinstance(data, dict) else data))
+        if ids != list(range(self.osds)):
+            raise TargetError(f"ceph osd new gave ids {ids}, expected 0..{self.osds - 1}")
+        mkfs = {}
+        for osd, osd_uuid in zip(ids, uuids, strict=True):
+            (self.root / "osd" / str(osd)).mkdir(parents=True, exist_ok=True)
+            argv = ["ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs"]
+            mkfs[osd] = self._spawn(f"osd.{osd}.mkfs", [*argv, "--osd-uuid", osd_uuid])
+        for osd, proc in mkfs.items():  # in parallel: each mkfs takes seconds
+            if proc.wait(timeout=300) != 0:
+                raise TargetError(f"making osd.{osd} failed: {self.log_line(f'osd.{osd}.mkfs')}")
+        self.start([f"osd.{i}" for i in ids])
+
+    # ---- daemons --------------------------------------------------------------------------
+    def _spawn(self, label: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        tool = syscmd.which(argv[0])
+        if tool is None:
+            raise TargetError(f"{argv[0]} is not installed (see scripts/install-system.sh)")
+        with open(self.root / "log" / f"{label}.out", "ab") as out:
+            return subprocess.Popen(
+                [tool, *argv[1:]],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.root,
+                start_new_session=True,  # a Ctrl-C meant for stortune does not reach them
+            )
+
+    def start(self, names: Iterable[str]) -> None:
+        for name in names:
+            kind, ident = name.split(".", 1)
+            proc = self._spawn(name, [BINARIES[kind], "-c", str(self.conf), "-i", ident, "-f"])
+            self._procs[name] = proc
+            self.pids[name] = proc.pid
+        self._save()
+
+    def running(self, name: str) -> bool:
+        proc = self._procs.get(name)
+        if proc is not None:
+            return proc.poll() is None
+        pid = self.pids.get(name)
+        return pid is not None and _is_ours(pid, self.conf)
+
+    def dead(self) -> list[str]:
+        """Daemons that were started and have exited."""
+        return [name for name in self.pids if not self.running(name)]
+
+    def check_alive(self) -> None:
+        """Raise naming a daemon that exited and the last line it logged."""
+        for name in self.dead():
+            raise TargetError(f"{name} exited: {self.log_line(name)}")
+
+    def log_line(self, name: str) -> str:
+        """The most telling line a daemon logged: its last error, else its last line."""
+        texts = []
+        for path in (self.root / "log" / f"{name}.out", self.root / "log" / f"ceph-{name}.log"):
+            with contextlib.suppress(OSError):
+                texts.append(path.read_text(errors="replace")[-20000:])
+        text = _ANSI.sub("", "\n".join(texts))
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        for line in reversed(lines):
+            if "ERROR" in line or " -1 " in line or "error" in line.lower():
+                return line[-300:]
+        return lines[-1][-300:] if lines else "(nothing logged)"
+
+    def stop(self, names: Iterable[str]) -> list[str]:
+        """SIGTERM the daemons and wait for them; return those that needed SIGKILL."""
+        names = [n for n in names if n in self.pids]
+        for name in names:
+            if self.running(name):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pids[name], signal.SIGTERM)
+        killed = []
+        deadline = time.monotonic() + _STOP_SECONDS
+        for name in names:
+            while self.running(name) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if self.running(name):  # last resort: it ignored SIGTERM for a minute
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pids[name], signal.SIGKILL)
+                killed.append(name)
+                while self.running(name):
+                    time.sleep(0.1)
+            self.pids.pop(name, None)
+            self._procs.pop(name, None)
+        self._save()
+        return killed
+
+    def restart(self, names: Iterable[str]) -> None:
+        names = list(names)
+        self.stop(names)
+        self.start(names)
+
+    # ---- pools ----------------------------------------------------------------------------
+    def make_pool(self, pool: str, pg_num: int) -> None:
+        self.client.ceph("osd", "pool", "create", pool, str(pg_num), str(pg_num))
+        self.client.ceph("osd", "pool", "application", "enable", pool, "rados")
+
+    def delete_pool(self, pool: str) -> None:
+        self.client.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+
+    # ---- ownership and removal ------------------------------------------------------------
+    def lock_owner(self) -> None:
+        if self._owner >= 0:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / "owner.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise TargetError(f"another process owns the cluster in {self.root}") from None
+        self._owner = fd
+
+    def release_owner(self) -> None:
+        """Let the cluster outlive this object (a persistent one, made by `ceph up`)."""
+        if self._owner >= 0:
+            os.close(self._owner)
+            self._owner = -1
+
+    def destroy(self) -> list[str]:
+        """Stop every daemon and remove the directory; return the daemons that needed SIGKILL."""
+        killed = self.stop(list(self.pids))
+        self.release_owner()
+        shutil.rmtree(self.root, ignore_errors=True)
+        return killed
+
+    def _save(self) -> None:
+        state = {"osds": self.osds, "persistent": self.persistent, "pids": self.pids}
+        temporary = self.root / f".{STATE_FILE}.new"
+        temporary.write_text(json.dumps(state))
+        os.replace(temporary, self.root / STATE_FILE)
+
+    @classmethod
+    def attach(cls, root: Path) -> LocalCluster:
+        """The cluster recorded in `root` (made by another process)."""
+        try:
+            state = json.loads((Path(root) / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            raise TargetError(f"{root} holds no stortune ceph cluster ({STATE_FILE})") from None
+        cluster = cls(Path(root), int(state.get("osds", 1)), persistent=state.get("persistent"))
+        cluster.pids = {str(k): int(v) for k, v in (state.get("pids") or {}).items()}
+        return cluster
+
+
+def recover_stale(state_dir: Path) -> list[str]:
+    """Stop and remove the clusters under `state_dir` whose owner died (persistent ones stay);
+    return what was removed."""
+    removed = []
+    for root in sorted(Path(state_dir).glob("ceph-*")):
+        if not (root / STATE_FILE).exists():
+            continue
+        try:
+            cluster = LocalCluster.attach(root)
+        except TargetError:
+            continue
+        if cluster.persistent:
+            continue
+        try:
+            cluster.lock_owner()
+        except TargetError:
+            continue  # its owner is alive
+        cluster.destroy()
+        removed.append(str(root))
+    return removed
+
+
+def _is_ours(pid: int, conf: Path) -> bool:
+    """Whether `pid` is a live (not zombie) process started with our ceph.conf."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        return False
+    return str(conf).encode() in cmdline
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
