@@ -289,6 +289,7 @@ class Experiment:
             if self._confident(trial_id, rep + 1):
                 break
         runs = self.store.trial_runs(trial_id)
+        self.tuner.observe_state(self.target.state())  # DDPG's state, before the tell
         value, summary, error = self._summarize(runs)
         self.store.finish_trial(
             trial_id, "ok" if value is not None else "failed", value, summary, error

@@ -21,7 +21,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-COMMAND_MODULES = ["space", "sample", "run", "sweep", "noise", "data", "rank", "model", "profile", "ceph", "demo"]
+COMMAND_MODULES = [
+    "space",
+    "sample",
+    "run",
+    "sweep",
+    "noise",
+    "data",
+    "rank",
+    "model",
+    "profile",
+    "ceph",
+    "tune",
+    "demo",
+]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"stortune.cli.{_name}").register(app)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from stortune.errors import StortuneError
@@ -51,6 +52,11 @@ class Tuner(ABC):
 
     def _observe(self, config: Config, value: float | None) -> None:  # noqa: B027
         """Hook for subclasses that learn from observations."""
+
+    def observe_state(self, state: Mapping[str, float]) -> None:  # noqa: B027
+        """The target's system metrics after a config was measured, given just before that
+        config's `tell` (DDPG's state). Optional: tuners that ignore state keep this no-op, and
+        a tuner must cope with tells that come without it (a replayed campaign)."""
 
     def better(self, a: float, b: float) -> bool:
         return a > b if self.direction == "max" else a < b

@@ -1,0 +1,133 @@
+"""`stortune tune` and `stortune recommend` on a table target replaying a small full grid."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import typer
+from typer.testing import CliRunner
+
+from stortune.cli import tune
+from stortune.store import Store
+
+torch.set_num_threads(1)
+
+SPACE = """\
+name: grid
+parameters:
+  a: {type: ordinal, values: [1, 2, 3, 4], default: 1}
+  b: {type: categorical, values: [x, y, z], default: x}
+  c: {type: ordinal, values: [0, 1], default: 0}
+  d: {type: ordinal, values: [0, 1], default: 0}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    two, one = ["a,b,c,d,thr+,lat-"], ["a,b,c,d,thr"]
+    for a, b, c, d in itertools.product([1, 2, 3, 4], "xyz", [0, 1], [0, 1]):
+        for rep in range(2):
+            thr = 100 + 20 * a + (15 if b == "y" else 0) + 5 * c + rep
+            lat = 10 - a + (3 if b == "y" else 0) + 0.1 * rep
+            two.append(f"{a},{b},{c},{d},{thr},{lat}")
+            one.append(f"{a},{b},{c},{d},{thr}")
+    (tmp_path / "grid.csv").write_text("\n".join(two) + "\n")
+    (tmp_path / "thr.csv").write_text("\n".join(one) + "\n")  # one metric: the last column
+    (tmp_path / "grid.yaml").write_text(SPACE)
+    return {
+        "space": str(tmp_path / "grid.yaml"),
+        "dataset": str(tmp_path / "grid.csv"),
+        "single": str(tmp_path / "thr.csv"),
+        "store": str(tmp_path / "runs.db"),
+    }
+
+
+def invoke(*args: str) -> str:
+    app = typer.Typer()
+    tune.register(app)
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output
+
+
+def test_tune_ranks_tunes_and_measures_the_gain_then_recommends(files: dict) -> None:
+    common = ["--space", files["space"], "--dataset", files["single"], "--store", files["store"]]
+    out = invoke(
+        "tune", *common, "-o", "thr:max", "--tuner", "bestconfig", "--budget", "12",
+        "--rank", "lasso", "--top-k", "2", "--verify", "3", "-r", "1", "--name", "t1", "--json",
+    )  # fmt: skip
+    report = json.loads(out)
+    assert report["ranking"]["tuned"] == ["a", "b"]  # c adds little, d nothing
+    assert set(report["ranking"]["pinned"]) == {"c", "d"}
+    assert report["outcome"]["trials"] == 12
+    assert (
+        report["outcome"]["best_config"]["a"] == 4 and report["outcome"]["best_config"]["b"] == "y"
+    )
+    gain = report["gain"]
+    assert gain["n_default"] == gain["n_best"] == 3 and gain["gain"] > 0.3
+    with Store(files["store"]) as db:
+        kinds = {c.name: c.kind for c in db.campaigns()}
+    assert kinds == {"t1-rank": "sample", "t1": "tune", "t1-verify": "verify"}
+
+    text = invoke("recommend", "t1", "--store", files["store"])
+    assert text.startswith("# stortune recommendation from campaign t1")
+    assert "gain +" in text and "a = 4" in text and "b = y" in text
+
+    out = invoke("tune", "--resume", "t1", "--budget", "14", "--store", files["store"], "--json")
+    report = json.loads(out)
+    assert report["outcome"]["trials"] == 14 and "gain" in report
+    with Store(files["store"]) as db:
+        assert "t1-verify-2" in {c.name for c in db.campaigns()}
+
+
+def test_several_objectives_are_scalarised_and_their_pareto_front_reported(files: dict) -> None:
+    out = invoke(
+        "tune", "--space", files["space"], "--dataset", files["dataset"], "--store",
+        files["store"], "-o", "thr:max", "-o", "lat:min:2", "--budget", "6", "--verify", "0",
+        "--tuner", "bo", "-r", "1", "--json",
+    )  # fmt: skip
+    report = json.loads(out)
+    weights = [o["weight"] for o in report["scalarizer"]["objectives"]]
+    assert weights == [1.0, 2.0]
+    assert report["pareto"]
+    for row in report["pareto"]:
+        assert {"thr", "lat", "config"} <= set(row)
+
+
+def test_commands_document_an_example() -> None:
+    app = typer.Typer()
+    tune.register(app)
+    for command in app.registered_commands:
+        assert "Example:" in command.callback.__doc__
+
+
+def test_a_new_campaign_needs_a_space_and_an_objective(files: dict) -> None:
+    app = typer.Typer()
+    tune.register(app)
+    result = CliRunner().invoke(app, ["tune", "--dataset", files["dataset"]])
+    assert result.exit_code != 0
+    assert "--space and --objective" in str(result.exception)
+
+
+def test_recommendations_take_the_targets_native_form() -> None:
+    from stortune.space import load_space
+    from stortune.targets.localfs import available_filesystems
+    from stortune.tuners.render import render, target_kind
+
+    assert target_kind({"kind": "scalarized", "inner": {"kind": "ceph"}}) == "ceph"
+    ceph = load_space("ceph")
+    config = ceph.default_config()
+    changed = next(p for p in ceph.parameters if p.is_numeric and p.layer == "osd")
+    config[changed.name] = changed.high
+    text = render("ceph", config, ceph, "from campaign c1")
+    assert text.startswith("# from campaign c1") and "[osd]" in text
+    assert f"{changed.name} = " in text
+    if "ext4" not in available_filesystems():
+        pytest.skip("no ext4 here for the localfs rendering")
+    localfs = load_space("localfs")
+    text = render("localfs", localfs.default_config(), localfs, "h")
+    assert "\nmkfs.ext4 " in text and "\nmount -t ext4 " in text and "sysctl -w vm." in text

@@ -1,0 +1,173 @@
+"""stortune's own tuners on synthetic objectives with known optima: better than random search at
+equal budget, dynamic bounds, constraints, and replays of configs they did not propose."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from stortune.space import Space, parse_space
+from stortune.tuners import DEFAULT_TUNER, make_tuner, tuner_names
+from stortune.tuners import bo as bo_module
+from stortune.tuners import ddpg as ddpg_module
+from stortune.tuners.bo import BOTuner
+from stortune.tuners.bounds import GrowableSpace
+
+torch.set_num_threads(1)
+
+OWN = ["bo", "ddpg", "bestconfig"]
+
+SIX = parse_space(
+    """
+name: six
+parameters:
+  a: {type: float, low: 0, high: 1, default: 0.5}
+  b: {type: float, low: 0, high: 1, default: 0.5}
+  c: {type: float, low: 0, high: 10, default: 5}
+  d: {type: float, low: 1, high: 1000, log: true, default: 10}
+  n: {type: int, low: 1, high: 100, default: 50}
+  o: {type: ordinal, values: [1, 2, 4, 8, 16, 32], default: 4}
+"""
+)
+
+
+def six(config: dict) -> float:
+    """Maximum 0 at a=0.8, b=0.25, c=7, d=10^2.5, n=30, o=16 (away from the default)."""
+    return -(
+        (config["a"] - 0.8) ** 2
+        + (config["b"] - 0.25) ** 2
+        + ((config["c"] - 7) / 10) ** 2
+        + ((math.log10(config["d"]) - 2.5) / 3) ** 2
+        + ((config["n"] - 30) / 100) ** 2
+        + (math.log2(config["o"]) - 4) ** 2 / 25
+    )
+
+
+def best_found(name: str, space: Space, objective, budget: int, seed: int) -> float:
+    tuner = make_tuner(name, space, "max", seed, budget)
+    for _ in range(budget):
+        config = tuner.ask()
+        tuner.tell(config, objective(config))
+    return tuner.best.value
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_each_tuner_beats_random_search_at_equal_budget(name: str) -> None:
+    seeds, budget = range(3), 30
+    mine = [best_found(name, SIX, six, budget, s) for s in seeds]
+    random = [best_found("random", SIX, six, budget, s) for s in seeds]
+    assert np.mean(mine) > np.mean(random)
+
+
+def test_the_default_tuner_is_one_of_ours() -> None:
+    assert DEFAULT_TUNER in OWN
+    assert set(OWN) <= set(tuner_names())
+
+
+EXTENDABLE = parse_space(
+    """
+name: grow
+parameters:
+  x: {type: float, low: 0, high: 1, default: 0.5, extendable: true, hard_high: 8}
+  k: {type: int, low: 1, high: 16, default: 4, log: true, extendable: true, hard_low: 1,
+      hard_high: 1024}
+  y: {type: float, low: 0, high: 1, default: 0.5}
+"""
+)
+
+
+def test_dynamic_bounds_move_when_the_optimum_lies_outside_the_initial_box() -> None:
+    def objective(config: dict) -> float:  # best at x = 3, k = 128: both outside the box
+        return -((config["x"] - 3) ** 2) - (math.log2(config["k"]) - 7) ** 2 - config["y"] ** 2
+
+    tuner = BOTuner(EXTENDABLE, "max", seed=0, budget=24)
+    for _ in range(24):
+        config = tuner.ask()
+        assert tuner.search_space.first_violation(config) is None
+        tuner.tell(config, objective(config))
+    grown = tuner.search_space
+    assert grown["x"].high > 1 and grown["k"].high > 16
+    assert grown["x"].high <= 8 and grown["k"].high <= 1024  # hard limits hold
+    assert tuner.best.config["x"] > 1 and tuner.best.config["k"] > 16
+    assert EXTENDABLE["x"].high == 1 and EXTENDABLE["k"].high == 16  # the user's space is as given
+
+
+def test_bounds_grow_by_half_their_width_and_stop_at_hard_limits() -> None:
+    grow = GrowableSpace(EXTENDABLE)
+    grow.widen_near({"x": 1.0, "k": 16, "y": 1.0})
+    assert grow.space["x"].high == pytest.approx(1.5)
+    assert grow.space["k"].high == 64  # log units: 16 * 2^(0.5 * log2(16))
+    assert grow.space["y"].high == 1  # not extendable
+    for _ in range(20):
+        grow.widen_near({"x": grow.space["x"].high, "k": grow.space["k"].high})
+    assert grow.space["x"].high == 8 and grow.space["k"].high == 1024
+    grow.widen_near({"x": 0.0})
+    assert grow.space["x"].low < 0  # no hard_low: the low side may grow without limit
+
+
+def test_bo_proposals_respect_constraints_and_conditions(toy_space: Space) -> None:
+    tuner = make_tuner("bo", toy_space, "min", seed=3, budget=12)
+    for _ in range(12):
+        config = tuner.ask()
+        assert toy_space.is_valid(config)
+        tuner.tell(config, config["commit"] * (1.5 - config["ratio_a"]))
+
+
+def test_bo_acquisition_search_never_picks_an_invalid_config(
+    toy_space: Space, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 proposals of the candidate search under a random acquisition (the GP only ranks
+    candidates; validity is the search's job)."""
+    monkeypatch.setattr(bo_module, "RANDOM_CANDIDATES", 16)
+    monkeypatch.setattr(bo_module, "NEIGHBOURS", 4)
+    tuner = BOTuner(toy_space, "max", seed=0, budget=50)
+    for _ in range(5):
+        config = tuner.ask()
+        tuner.tell(config, float(config["ratio_a"]))
+    space = tuner.search_space
+    encoded = np.array([space.encode(o.config) for o in tuner.history])
+    y = np.arange(len(encoded), dtype=float)
+    free = list(range(len(space)))
+    rng = torch.Generator().manual_seed(0)
+
+    def acquisition(x: torch.Tensor) -> torch.Tensor:
+        return torch.rand(x.shape[0], generator=rng, dtype=torch.double)
+
+    for _ in range(1000):
+        config, _point = tuner._maximise(acquisition, space, free, encoded, y)
+        assert toy_space.first_violation(config) is None
+        assert toy_space.is_valid(config)
+
+
+@pytest.mark.parametrize("name", ["ddpg", "bestconfig"])
+def test_constraints_are_never_violated_across_1000_proposals(
+    name: str, toy_space: Space, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ddpg_module, "TRAIN_STEPS", 1)  # learning speed is not under test
+    tuner = make_tuner(name, toy_space, "max", seed=2, budget=1000)
+    rng = np.random.default_rng(0)
+    for _ in range(1000):
+        config = tuner.ask()
+        assert toy_space.first_violation(config) is None
+        assert toy_space.is_valid(config)
+        tuner.tell(config, float(rng.random()))
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_told_configs_they_did_not_propose_and_failures(name: str, toy_space: Space) -> None:
+    """A resumed campaign replays stored trials: ask, then tell the stored config."""
+    tuner = make_tuner(name, toy_space, "min", seed=0, budget=12)
+    other = make_tuner("random", toy_space, seed=9)
+    stored = [toy_space.default_config(), *(other.ask() for _ in range(4))]
+    for i, config in enumerate(stored):
+        tuner.ask()
+        tuner.tell(config, None if i == 2 else float(i))
+    for _ in range(2):
+        config = tuner.ask()
+        assert toy_space.is_valid(config)
+        tuner.tell(config, 10.0)
+    assert tuner.best.value == 0.0
+    tuner.observe_state({})  # the state hook is there for every tuner
