@@ -256,7 +256,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
 
 
 def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: Path) -> None:
-    from stortune.verify import verify
+    from stortune.verify import remeasure
 
     space = parse_space(OK_ONLY)
     exp = Experiment.start(
@@ -274,7 +274,7 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
     trials = store.trials(store.campaign("b").id)
     assert trials[0].config == space.default_config() and trials[0].info == {"source": "default"}
     assert len(trials) == 4
-    verdict = verify(
+    gain = remeasure(
         store,
         store.campaign("b"),
         CommandTarget(command(bench)),
@@ -284,8 +284,8 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
     )
     default_score = 10 - (1 - 3) ** 2
     best_score = 10 - (outcome.best_config["x"] - 3) ** 2
-    assert verdict.gain.ratio == pytest.approx(best_score / default_score)
-    assert verdict.summaries["default"].n == 3
+    assert gain.gain == pytest.approx(best_score / default_score - 1)
+    assert gain.n_default == 3 and gain.n_best == 3
     runs = store.trials(store.campaign("b-verify").id)
     assert [len(t.runs) for t in runs] == [3, 3]
     # interleaved: default, best, default, best, ...

@@ -18,7 +18,7 @@ from stortune.tuners.multiobjective import (
     dominates,
     pareto_front,
 )
-from stortune.tuners.verify import gain
+from stortune.verify import gain
 
 
 def test_objectives_parse_with_direction_and_weight() -> None:

@@ -1,21 +1,23 @@
-"""Re-measure candidate configs side by side and state the gain with a confidence interval.
+"""After tuning: the default and the best config measured again, interleaved, and the gain.
 
-A tuner's best value is the maximum of noisy means and so flatters itself, and on a drifting
-machine absolute numbers from an hour apart do not compare (MEASURING.md). Verification measures
-the configs again, interleaved (A-B-A-B), and reports the ratio of their means with a t-based
-interval. The runs are stored as a campaign of kind ``verify`` named ``<campaign>-verify``, so
-they can be exported and an interrupted verification resumes without repeating runs.
+A tuner's best value is the maximum of noisy measurements, so it overstates the gain (the
+winner's curse). `remeasure` runs default and best alternately (ABAB..., so drift hits both
+alike), `repetitions` times each, stores the runs as a campaign ``NAME-verify`` of kind
+``verify``, and `gain` states the improvement with a confidence interval (ratio of means,
+Welch, `stats.ratio_ci`). `stortune recommend` reads it back with `stored_gain`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from stortune.errors import StortuneError
 from stortune.experiment import (
-    Event,
     combine_workloads,
     machine_lock,
     measure_once,
@@ -23,118 +25,175 @@ from stortune.experiment import (
     workload_name,
 )
 from stortune.space import Config
-from stortune.stats import Ratio, Summary, ratio_ci, summarize
-from stortune.store import Campaign, Store, Trial
-from stortune.targets import Target, Workload
+from stortune.stats import ratio_ci, summarize
+from stortune.store import Campaign, Store
+from stortune.targets import Measurement, Target, Workload
+
+LABELS = ("default", "best")
+SUFFIX = "-verify"
 
 
-@dataclass
-class Verdict:
-    """Per-config summaries of the objective and the gain of `candidate` over `baseline`
-    (above 1 is better, whatever the direction)."""
+@dataclass(frozen=True)
+class Gain:
+    """How much better `best` is than `default` (0.12 = 12% better, whatever the direction)."""
 
-    campaign: str
     metric: str
     direction: str
-    summaries: dict[str, Summary]
-    gain: Ratio
+    default_mean: float
+    best_mean: float
+    n_default: int
+    n_best: int
+    gain: float
+    ci_low: float
+    ci_high: float
+    confidence: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "campaign": self.campaign,
-            "metric": self.metric,
-            "direction": self.direction,
-            "summaries": {k: v.to_dict() for k, v in self.summaries.items()},
-            "gain": self.gain.to_dict(),
-        }
+        return asdict(self)
+
+    def text(self) -> str:
+        ci = f"{self.confidence:.0%} CI {self.ci_low:+.1%} .. {self.ci_high:+.1%}"
+        if not math.isfinite(self.ci_low) or not math.isfinite(self.ci_high):
+            ci = "no CI: repeat each config at least twice"
+        return (
+            f"{self.metric}: default {self.default_mean:.6g}, best {self.best_mean:.6g} "
+            f"({'higher' if self.direction == 'max' else 'lower'} is better): "
+            f"gain {self.gain:+.1%} ({ci}; n = {self.n_default} + {self.n_best})"
+        )
 
 
-def verify(
+def gain(
+    metric: str,
+    direction: str,
+    default: Sequence[float],
+    best: Sequence[float],
+    confidence: float = 0.9,
+) -> Gain:
+    """The relative improvement of `best` over `default`: mean ratio - 1 for a maximised
+    metric, default/best - 1 for a minimised one (halving a latency is a 100% gain)."""
+    d, b = summarize(default, confidence), summarize(best, confidence)
+    if d.n == 0 or b.n == 0:
+        raise StortuneError("no successful re-measurement of the default or the best config")
+    r = ratio_ci(default, best, confidence)
+    if direction == "max":
+        value, low, high = r.ratio - 1, r.ci_low - 1, r.ci_high - 1
+    else:
+        value = 1 / r.ratio - 1
+        low = 1 / r.ci_high - 1 if r.ci_high > 0 else math.nan
+        high = 1 / r.ci_low - 1 if r.ci_low > 0 else math.inf
+    return Gain(metric, direction, d.mean, b.mean, d.n, b.n, value, low, high, confidence)
+
+
+def remeasure(
     store: Store,
-    source: Campaign,
+    tuned: Campaign,
     target: Target,
     workloads: Sequence[Workload | None],
     configs: Mapping[str, Config],
-    repetitions: int = 3,
+    repetitions: int,
     timeout: float | None = None,
-    baseline: str = "default",
-    candidate: str = "best",
-    on_event: Callable[[Event], None] | None = None,
-) -> Verdict:
-    """Measure each labelled config `repetitions` times, interleaved, and compare two of them."""
-    on_event = on_event or (lambda _e: None)
-    campaign = _verify_campaign(store, source, repetitions)
-    trials = _trials_by_label(store, campaign, configs)
-    metric = source.metric
-    workloads = list(workloads) or [None]
+    on_run: Callable[[], None] | None = None,
+    space_yaml: str | None = None,
+) -> Gain:
+    """Measure `configs` ({"default": ..., "best": ...}) interleaved and store the runs;
+    `space_yaml` is the whole space when the campaign tuned a pinned one (its default is the
+    one that counts, and `recommend` renders against it)."""
+    names = {c.name for c in store.campaigns()}
+    campaign = store.create_campaign(
+        next(n for n in verify_names(tuned.name) if n not in names),
+        kind="verify",
+        space_name=tuned.space_name,
+        space_yaml=space_yaml or tuned.space_yaml,
+        target=target.describe(),
+        workload=tuned.workload,
+        objective=tuned.objective,
+        settings={"repetitions": repetitions, "of": tuned.name},
+    )
+    trial_ids = {
+        label: store.add_trial(campaign.id, seq, configs[label], {"label": label})
+        for seq, label in enumerate(LABELS)
+    }
+    values: dict[str, list[float]] = {label: [] for label in LABELS}
     with machine_lock(target, campaign.name), target:
         for rep in range(repetitions):
-            for label, config in configs.items():
-                trial = trials[label]
-                done = {(r.workload, r.repetition) for r in store.trial_runs(trial.id)}
-                missing = [w for w in workloads if (workload_name(w), rep) not in done]
-                if not missing:
-                    continue
-                target.apply(config)
-                for workload in missing:
-                    m = measure_once(target, workload, timeout, metric)
-                    record_run(store, campaign.id, trial.id, workload_name(workload), rep, m)
-                    on_event(Event("run", trial.seq, config, workload_name(workload), rep, m))
-    values = {
-        label: _per_repetition(store.trial_runs(trials[label].id), workloads, metric)
-        for label in configs
-    }
-    summaries = {label: summarize(v) for label, v in values.items()}
-    for label, trial in trials.items():
-        s = summaries[label]
+            for label in LABELS:
+                run = (trial_ids[label], configs[label], rep)
+                value = _measure(store, campaign, target, workloads, run, timeout, tuned.metric)
+                if value is not None:
+                    values[label].append(value)
+                if on_run is not None:
+                    on_run()
+    for label in LABELS:
+        summary = summarize(values[label])
         store.finish_trial(
-            trial.id, "ok" if s.n else "failed", s.mean if s.n else None, {"verify": s.to_dict()}
+            trial_ids[label],
+            "ok" if summary.n else "failed",
+            summary.mean if summary.n else None,
+            summary.to_dict(),
         )
     store.set_status(campaign.id, "finished")
-    a, b = values[baseline], values[candidate]
-    gain = ratio_ci(a, b) if source.direction == "max" else ratio_ci(b, a)
-    return Verdict(campaign.name, metric, source.direction, summaries, gain)
+    return gain(tuned.metric, tuned.direction, values["default"], values["best"])
 
 
-def _verify_campaign(store: Store, source: Campaign, repetitions: int) -> Campaign:
-    name = f"{source.name}-verify"
-    if any(c.name == name for c in store.campaigns()):
-        return store.campaign(name)
-    return store.create_campaign(
-        name,
-        kind="verify",
-        space_name=source.space_name,
-        space_yaml=source.space_yaml,
-        target=source.target,
-        workload=source.workload,
-        objective=source.objective,
-        settings={"repetitions": repetitions, "source": source.name},
-    )
+def _measure(
+    store: Store,
+    campaign: Campaign,
+    target: Target,
+    workloads: Sequence[Workload | None],
+    run: tuple[int, Config, int],
+    timeout: float | None,
+    metric: str,
+) -> float | None:
+    """One repetition (trial id, config, repetition) over every workload: the combined value,
+    or None when the config cannot be applied or a workload's run failed."""
+    trial_id, config, rep = run
+    try:
+        target.apply(config)
+    except StortuneError as exc:
+        failed = Measurement.failed(f"apply: {exc}", _started=time.time(), _ended=time.time())
+        record_run(store, campaign.id, trial_id, "", rep, failed)
+        return None
+    means = []
+    for workload in workloads:
+        m = measure_once(target, workload, timeout, metric)
+        record_run(store, campaign.id, trial_id, workload_name(workload), rep, m)
+        if m.ok:
+            means.append(m.metrics[metric])
+    return combine_workloads(means) if len(means) == len(workloads) else None
 
 
-def _trials_by_label(
-    store: Store, campaign: Campaign, configs: Mapping[str, Config]
-) -> dict[str, Trial]:
-    existing = {(t.info or {}).get("label"): t for t in store.trials(campaign.id)}
-    for seq, (label, config) in enumerate(configs.items()):
-        if label not in existing:
-            store.add_trial(campaign.id, seq, config, {"label": label})
-    return {(t.info or {}).get("label"): t for t in store.trials(campaign.id)}
+def verify_names(name: str) -> Iterator[str]:
+    """NAME-verify, NAME-verify-2, ...: a resumed campaign is verified again."""
+    yield name + SUFFIX
+    yield from (f"{name}{SUFFIX}-{i}" for i in itertools.count(2))
 
 
-def _per_repetition(
-    runs: Sequence[Any], workloads: Sequence[Workload | None], metric: str
-) -> list[float]:
-    """One objective value per repetition: the workloads of that repetition combined."""
-    out = []
-    names = [workload_name(w) for w in workloads]
-    reps = sorted({r.repetition for r in runs})
-    for rep in reps:
-        means = [
-            r.metrics[metric]
-            for r in runs
-            if r.repetition == rep and r.status == "ok" and r.workload in names
-        ]
-        if len(means) == len(names) and all(not math.isnan(v) for v in means):
-            out.append(combine_workloads(means))
-    return out
+def latest_verification(store: Store, tuned: Campaign) -> Campaign | None:
+    names = {c.name: c for c in store.campaigns() if c.kind == "verify"}
+    found = None
+    for name in verify_names(tuned.name):
+        if name not in names:
+            return found
+        found = names[name]
+    return None
+
+
+def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
+    """The gain of a tuned campaign's latest verification runs, if it has them."""
+    campaign = latest_verification(store, tuned)
+    if campaign is None:
+        return None
+    n_workloads = len(tuned.workload.get("workloads", [])) or 1
+    values: dict[str, list[float]] = {label: [] for label in LABELS}
+    for trial in store.trials(campaign.id):
+        label = (trial.info or {}).get("label")
+        if label not in values:
+            continue
+        by_rep: dict[int, list[float]] = {}
+        for run in trial.runs:
+            if run.status == "ok" and tuned.metric in run.metrics:
+                by_rep.setdefault(run.repetition, []).append(run.metrics[tuned.metric])
+        values[label] = [combine_workloads(v) for v in by_rep.values() if len(v) == n_workloads]
+    if not values["default"] or not values["best"]:
+        return None
+    return gain(tuned.metric, tuned.direction, values["default"], values["best"])

@@ -20,7 +20,7 @@ from stortune.cli.run import run_with_progress
 from stortune.experiment import Experiment, LoopSettings, Objective
 from stortune.space import load_space
 from stortune.store import Store
-from stortune.verify import verify
+from stortune.verify import remeasure
 
 METRIC = "total.bw_mbs"
 
@@ -101,10 +101,10 @@ def register(app: typer.Typer) -> None:
                 raise SystemExit("demo: no evaluation succeeded; see `stortune show` for errors")
             default = space.default_config()
             changed = {k: v for k, v in outcome.best_config.items() if default.get(k) != v}
-            verdict = None
+            gain = None
             if changed:
                 note("re-measuring default and best side by side ...", highlight=False)
-                verdict = verify(
+                gain = remeasure(
                     db,
                     db.campaign(name),
                     make_target(),
@@ -113,15 +113,14 @@ def register(app: typer.Typer) -> None:
                     repetitions=3,
                     timeout=settings.timeout,
                 )
-                gain = verdict.gain
                 headline = (
-                    f"{where}: {gain.ratio:.2f}x throughput over default "
-                    f"(90% CI {gain.ci_low:.2f}-{gain.ci_high:.2f}), {outcome.trials} "
+                    f"{where}: {1 + gain.gain:.2f}x throughput over default "
+                    f"(90% CI {1 + gain.ci_low:.2f}-{1 + gain.ci_high:.2f}), {outcome.trials} "
                     f"evaluations, best config changes {changed}"
                 )
             else:
                 headline = f"{where}: no config beat the default in {outcome.trials} evaluations"
-            report = write_report(db, name, out, verdict, headline)
+            report = write_report(db, name, out, gain, headline)
         if json_out:
             print_json(
                 {
@@ -129,7 +128,7 @@ def register(app: typer.Typer) -> None:
                     "store": str(out / "demo.db"),
                     "report": str(report),
                     "headline": headline,
-                    "verdict": verdict.to_dict(),
+                    "gain": gain.to_dict() if gain else None,
                 }
             )
             return

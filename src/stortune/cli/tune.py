@@ -42,7 +42,7 @@ from stortune.tuners.multiobjective import (
 )
 from stortune.tuners.render import render, target_kind
 from stortune.tuners.topk import pin, top_k
-from stortune.tuners.verify import Gain, latest_verification, remeasure, stored_gain
+from stortune.verify import Gain, latest_verification, remeasure, stored_gain
 
 RANK_METHODS = ("carver", "lasso")
 

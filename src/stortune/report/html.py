@@ -10,7 +10,7 @@ from stortune import __version__
 from stortune.report.plots import tuning_curve
 from stortune.space import parse_space
 from stortune.store import Store
-from stortune.verify import Verdict
+from stortune.verify import Gain
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("stortune.report", "templates"),
@@ -23,7 +23,7 @@ def write_report(
     store: Store,
     campaign_name: str,
     out_dir: Path,
-    verdict: Verdict | None = None,
+    gain: Gain | None = None,
     headline: str = "",
 ) -> Path:
     """Write `<out_dir>/<campaign>.html` and return its path."""
@@ -44,7 +44,7 @@ def write_report(
         space=space,
         env=env,
         workloads=workloads,
-        verdict=verdict,
+        gain=gain,
         best_config=best.config if best else None,
         headline=headline or _headline(c.name, len(trials), best, c.metric),
         curve=tuning_curve(
