@@ -44,8 +44,9 @@ def test_own_children_are_not_other_benchmarks(tmp_path: Path) -> None:
         child.wait()
 
 
-# The benchmark's first run starts a competing writer (dd, detached: not our descendant) that
-# outlives it by a moment; later runs are left alone.
+# The benchmark's first run starts a competing writer (dd, detached: not our descendant, and
+# not holding the benchmark's output pipe) that outlives it by a moment; later runs are left
+# alone.
 BENCH = textwrap.dedent(
     """\
     import json, os, subprocess, sys, time
@@ -53,7 +54,7 @@ BENCH = textwrap.dedent(
     if not os.path.exists(flag):
         open(flag, "w").close()
         subprocess.run(["sh", "-c", f"timeout 1.5 dd if=/dev/zero of={sys.argv[1]} bs=1M "
-                        "count=100000 conv=fsync status=none &"])
+                        "count=100000 conv=fsync status=none </dev/null >/dev/null 2>&1 &"])
         time.sleep(0.3)
     print(json.dumps({"score": 1.0}))
     """
@@ -65,7 +66,11 @@ def test_a_run_disturbed_by_competing_io_is_redone(store: Store, tmp_path: Path)
     script.write_text(BENCH)
     target = CommandTarget([sys.executable, str(script), str(tmp_path / "competitor.dat")])
     space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 1, default: 1}\n")
-    settings = LoopSettings(budget=1, repetitions=2, check_disturbance=True, settle_seconds=2.5)
+    # The competing process is what is tested here (CPU use has its own test above), so other
+    # processes' CPU, which a busy developer machine has plenty of, is allowed.
+    settings = LoopSettings(
+        budget=1, repetitions=2, check_disturbance=True, settle_seconds=2.5, max_other_cpu=64
+    )
     if other_benchmarks():
         pytest.skip(f"the machine is busy with other benchmarks: {other_benchmarks()[:2]}")
     Experiment.start(

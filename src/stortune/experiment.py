@@ -67,6 +67,7 @@ class LoopSettings:
     # Redo runs that other work on the machine disturbed (stortune.disturbance).
     check_disturbance: bool = False
     settle_seconds: float = 5.0
+    max_other_cpu: float = 0.5  # cores of user time others may use during a run
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -306,7 +307,10 @@ class Experiment:
 
     def _measure(self, workload: Workload | None) -> Measurement:
         limits = (
-            Limits(settle_seconds=self.settings.settle_seconds)
+            Limits(
+                other_cpu_cores=self.settings.max_other_cpu,
+                settle_seconds=self.settings.settle_seconds,
+            )
             if self.settings.check_disturbance
             else None
         )
