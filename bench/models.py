@@ -191,6 +191,17 @@ def run_timing(path: Path, names: list[str], rows: int) -> list[dict]:
     return timings
 
 
+def finite(value: object) -> object:
+    """The results with NaN and infinities as null, so that the file is strict JSON."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="*", type=Path, help="extra dataset files")
@@ -234,14 +245,20 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
-            {
-                "machine": {"python": platform.python_version(), "platform": platform.platform()},
-                "seed": SEED,
-                "table_search": settings.__dict__,
-                "datasets": datasets,
-                "split_search_timing": timings,
-                "total_seconds": round(total, 1),
-            },
+            finite(
+                {
+                    "machine": {
+                        "python": platform.python_version(),
+                        "platform": platform.platform(),
+                    },
+                    "command": ["bench/models.py", *sys.argv[1:]],
+                    "seed": SEED,
+                    "table_search": settings.__dict__,
+                    "datasets": datasets,
+                    "split_search_timing": timings,
+                    "total_seconds": round(total, 1),
+                }
+            ),
             indent=2,
             default=str,
         )
