@@ -194,7 +194,7 @@ def test_spec_round_trip_and_make_workload(tmp_path: Path) -> None:
     again = make_workload(spec)
     assert again.name == "mine" and "size=${SIZE}" in again.text
     with pytest.raises(ConfigError, match="unknown workload kind"):
-        make_workload({"kind": "rados"})
+        make_workload({"kind": "nfsbench"})
     with pytest.raises(ConfigError, match="unknown fio template"):
         FioWorkload("postmark")
 
