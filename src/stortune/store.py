@@ -171,10 +171,16 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
         self.engine = _make_engine(self.url)
-        try:
-            metadata.create_all(self.engine)
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
+        for attempt in range(3):
+            try:
+                metadata.create_all(self.engine)
+                break
+            except sa.exc.SQLAlchemyError as exc:
+                # Two processes opening a new store at once race to create the tables: the
+                # loser sees "already exists" and simply checks again.
+                if "already exists" in str(exc) and attempt < 2:
+                    continue
+                raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
 
     def close(self) -> None:
         self.engine.dispose()
