@@ -311,7 +311,7 @@ class Experiment:
                 other_cpu_cores=self.settings.max_other_cpu,
                 settle_seconds=self.settings.settle_seconds,
             )
-            if self.settings.check_disturbance
+            if self.settings.check_disturbance and self.target.measures_machine
             else None
         )
         return measure_once(

@@ -170,7 +170,8 @@ class Sweep:
         self.target.apply(trial.config)
         for workload in workloads:
             name = workload_name(workload)
-            limits = Limits() if self.settings.check_disturbance else None
+            check = self.settings.check_disturbance and self.target.measures_machine
+            limits = Limits() if check else None
             m = measure_once(
                 self.target, workload, self.settings.timeout, self.campaign.metric, limits
             )
