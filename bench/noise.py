@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 from stortune.noise import repetitions_needed
+from stortune.reference import campaign_relative, is_reference
 from stortune.space import load_space
 from stortune.stats import summarize
 from stortune.store import Store
-from stortune.sweep import REFERENCE, Sweep, SweepSettings, campaign_relative
+from stortune.sweep import Sweep, SweepSettings
 from stortune.targets.localfs import LocalFsTarget
 from stortune.workloads.fio import FioWorkload
 
@@ -105,7 +106,7 @@ def main() -> None:
         campaign = db.campaign("noise")
         trials = db.trials(campaign.id)
         relative = campaign_relative(db, campaign)
-    studied = [r for t in trials if (t.info or {}).get("source") != REFERENCE for r in t.runs]
+    studied = [r for t in trials if not is_reference(t) for r in t.runs]
     phases: dict[str, dict] = {}
     for phase in ("before", "during", "after", "all"):
         runs = [

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 
 from stortune.cli import app
 from stortune.experiment import Event
+from stortune.reference import campaign_relative
 from stortune.sampling import sample
 from stortune.space import parse_space
 from stortune.store import Store
-from stortune.sweep import Sweep, SweepSettings, campaign_relative
+from stortune.sweep import Sweep, SweepSettings
 from stortune.targets.command import CommandTarget
 
 runner = CliRunner()

@@ -13,9 +13,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from stortune.reference import campaign_relative, is_reference
 from stortune.stats import summarize, t_quantile
 from stortune.store import Campaign, Store
-from stortune.sweep import REFERENCE, campaign_relative
 
 
 @dataclass
@@ -50,7 +50,7 @@ def repetitions_needed(
 def analyse(store: Store, campaign: Campaign, target: float = 0.05) -> NoiseReport:
     metric = campaign.metric
     trials = store.trials(campaign.id)
-    studied = [t for t in trials if (t.info or {}).get("source") != REFERENCE]
+    studied = [t for t in trials if not is_reference(t)]
     runs = sorted(
         (r for t in studied for r in t.runs if r.status == "ok"), key=lambda r: r.started_at
     )

@@ -10,7 +10,6 @@ slow drift. All trials are stored up front, so a resumed sweep finds exactly the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,12 +27,11 @@ from stortune.experiment import (
     workload_name,
     workloads_from_specs,
 )
+from stortune.reference import REFERENCE
 from stortune.space import Config, Space, parse_space
 from stortune.stats import summarize
-from stortune.store import Campaign, Run, Store, Trial
+from stortune.store import Campaign, Store, Trial
 from stortune.targets import Target, Workload, make_target
-
-REFERENCE = "reference"
 
 
 @dataclass
@@ -188,48 +186,6 @@ class Sweep:
             summary.mean if summary.n else None,
             {"all": summary.to_dict()},
         )
-
-
-def relative_values(
-    runs: Sequence[Run], reference_runs: Sequence[Run], metric: str, workload: str
-) -> dict[int, float]:
-    """Each run's metric divided by the reference's, linearly interpolated at the run's start
-    time between the reference runs around it (the nearest one outside their span). Keyed by
-    run id; runs without a successful reference of their workload are left out."""
-    points = sorted(
-        (r.started_at, r.metrics[metric])
-        for r in reference_runs
-        if r.workload == workload and r.status == "ok" and metric in r.metrics
-    )
-    if not points:
-        return {}
-    times = np.array([t for t, _ in points])
-    values = np.array([v for _, v in points], dtype=float)
-    out = {}
-    for run in runs:
-        if run.workload != workload or run.status != "ok" or metric not in run.metrics:
-            continue
-        ref = float(np.interp(run.started_at, times, values))
-        if ref > 0 and not math.isnan(ref):
-            out[run.id] = run.metrics[metric] / ref
-    return out
-
-
-def campaign_relative(
-    store: Store, campaign: Campaign, metric: str | None = None
-) -> dict[int, float]:
-    """Relative values of every run of a sweep (reference trial = seq 0), for any workload."""
-    metric = metric or campaign.metric
-    trials = store.trials(campaign.id)
-    reference = [t for t in trials if (t.info or {}).get("source") == REFERENCE]
-    if not reference:
-        return {}
-    ref_runs = reference[0].runs
-    all_runs = [r for t in trials for r in t.runs]
-    out: dict[int, float] = {}
-    for name in {r.workload for r in all_runs}:
-        out.update(relative_values(all_runs, ref_runs, metric, name))
-    return out
 
 
 def sweep_time_estimate(runs: int, runtime: float, overhead: float = 3.0) -> float:

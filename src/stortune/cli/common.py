@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from stortune.errors import StortuneError
@@ -58,3 +59,11 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 
 STORE_HELP = "Results store: a SQLite file path or a SQLAlchemy URL (postgresql://...)."
+StoreOption = typer.Option(DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP)
+SOURCE_HELP = "A dataset file (CSV, Parquet or ARFF) or the name of a campaign in --store."
+WorkloadFilterOption = typer.Option(
+    None, "--workload", "-w", help="Analyse this workload's runs (needed when there are several)."
+)
+RawOption = typer.Option(
+    False, "--raw", help="Absolute values, not relative to the reference config (drift-prone)."
+)

@@ -9,14 +9,13 @@ import typer
 import yaml
 from rich.table import Table
 
-from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
+from stortune.cli.common import StoreOption, console, print_json
 from stortune.datasets import load_dataset
 from stortune.errors import StortuneError
+from stortune.sources import campaign_frame
 from stortune.space import load_space, space_from_dataset
 from stortune.store import Store
-from stortune.sweep import campaign_relative
 
-StoreOption = typer.Option(DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP)
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
 
 
@@ -108,17 +107,13 @@ def register(app: typer.Typer) -> None:
         ok_only: bool = typer.Option(False, "--ok-only", help="Leave out failed runs."),
     ) -> None:
         """Export a campaign as a tidy table: one row per run, parameter columns, `metric.*`
-        columns and `run.*` bookkeeping columns. For a sweep with reference runs, the
+        columns and `run.*` bookkeeping columns. For a campaign with reference runs, the
         objective also comes relative to the reference measured around each run (`_rel`).
 
         Example: stortune export demo -o demo.csv
         """
         with Store(store) as db:
-            frame = db.runs_frame(campaign, include_failed=not ok_only)
-            c = db.campaign(campaign)
-            relative = campaign_relative(db, c) if c.kind == "sweep" else {}
-        if relative:
-            frame[f"metric.{c.metric}_rel"] = frame["run.id"].map(relative)
+            frame = campaign_frame(db, db.campaign(campaign), include_failed=not ok_only)
         if frame.empty:
             raise StortuneError(f"campaign {campaign!r} has no runs to export")
         if out.suffix.lower() in (".parquet", ".pq"):

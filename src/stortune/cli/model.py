@@ -13,8 +13,14 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from stortune.cli.common import console, print_json
-from stortune.datasets import load_dataset
+from stortune.cli.common import (
+    SOURCE_HELP,
+    RawOption,
+    StoreOption,
+    WorkloadFilterOption,
+    console,
+    print_json,
+)
 from stortune.errors import ConfigError, DatasetError, StortuneError
 
 if TYPE_CHECKING:
@@ -39,11 +45,18 @@ def register(app: typer.Typer) -> None:
     app.add_typer(model_app, name="model")
 
 
-def _dataset(source: Path, metric: str | None) -> tuple[str, pd.DataFrame, np.ndarray]:
+def _dataset(
+    source: str, metric: str | None, store: str, workload: str | None, raw: bool, quiet: bool
+) -> tuple[str, pd.DataFrame, np.ndarray]:
     """The metric, and the parameters and metric values (repetitions averaged) where known."""
-    data = load_dataset(source)
+    from stortune.sources import describe_metric, load_source
+
+    data = load_source(source, store, workload=workload, raw=raw)
     if metric and metric not in data.metrics and metric in data.frame.columns:
-        data = load_dataset(source, metrics=[metric])  # a column the conventions took for a knob
+        # a column the conventions took for a knob
+        data = load_source(source, store, metrics=[metric], workload=workload)
+    if not quiet:
+        console.print(describe_metric(metric or data.metrics[0]), highlight=False)
     data = data.aggregated()
     name = metric or data.metrics[0]
     target = data.y(name)
@@ -112,7 +125,10 @@ def _pct(value: float) -> str:
 
 @model_app.command("fit")
 def fit_command(
-    source: Path = typer.Option(..., "--from", help="dataset file: CSV, Parquet or ARFF"),
+    source: str = typer.Option(..., "--from", help=SOURCE_HELP),
+    workload: str | None = WorkloadFilterOption,
+    raw: bool = RawOption,
+    store: str = StoreOption,
     metric: str | None = typer.Option(None, "--metric", "-m", help="metric (default: the first)"),
     techniques: list[str] = typer.Option(["mars-int"], "--technique", "-t", help=TECHNIQUE_HELP),
     optimize: bool = typer.Option(
@@ -139,9 +155,9 @@ def fit_command(
     from stortune.models.study import search
     from stortune.models.surrogate import SurrogateModel
 
-    name, X, y = _dataset(source, metric)
+    name, X, y = _dataset(source, metric, store, workload, raw, as_json)
     names = _techniques(techniques)
-    paths = _model_paths(out, source.stem, name, names)
+    paths = _model_paths(out, Path(source).stem, name, names)
     settings = _settings(splits, explorations, iterations, folds, time_limit)
     rows = []
     for tech_name in names:
@@ -182,7 +198,7 @@ def fit_command(
     if as_json:
         print_json({"dataset": str(source), "metric": name, "models": rows})
         return
-    table = Table(title=f"{name} models from {source.name} ({len(X)} configurations)")
+    table = Table(title=f"{name} models from {Path(source).name} ({len(X)} configurations)")
     for column in ("technique", "hyperparameters", "CV RMSE", "search", "file"):
         table.add_column(column)
     for row in rows:
@@ -230,7 +246,10 @@ def predict_command(
 
 @model_app.command("evaluate")
 def evaluate_command(
-    source: Path = typer.Option(..., "--from", help="dataset file: CSV, Parquet or ARFF"),
+    source: str = typer.Option(..., "--from", help=SOURCE_HELP),
+    workload: str | None = WorkloadFilterOption,
+    raw: bool = RawOption,
+    store: str = StoreOption,
     metric: str | None = typer.Option(None, "--metric", "-m", help="metric (default: the first)"),
     techniques: list[str] = typer.Option(["all"], "--technique", "-t", help=TECHNIQUE_HELP),
     optimize: bool = typer.Option(
@@ -260,7 +279,7 @@ def evaluate_command(
 
     if not 0 < test_fraction < 1:
         raise StortuneError("--test-fraction must be between 0 and 1")
-    name, X, y = _dataset(source, metric)
+    name, X, y = _dataset(source, metric, store, workload, raw, as_json)
     names = _techniques(techniques)
     settings = _settings(splits, explorations, iterations, folds, time_limit)
     interpolation, extrapolation, cv = prepare(X, y, test_fraction, seed, folds)
@@ -306,9 +325,11 @@ def _plots(folder: Path, results: list[Assessment], metric: str) -> list[Path]:
 
 
 def _print_tables(
-    results: list[Assessment], metric: str, source: Path, rows: int, held: int, scenarios: int
+    results: list[Assessment], metric: str, source: str, rows: int, held: int, scenarios: int
 ) -> None:
-    table = Table(title=f"{metric} from {source.name}: {rows} configurations, {held} held out")
+    table = Table(
+        title=f"{metric} from {Path(source).name}: {rows} configurations, {held} held out"
+    )
     for column in (
         "technique",
         "R² (fit)",

@@ -15,8 +15,15 @@ import typer
 from rich.table import Table
 
 from stortune import importance
-from stortune.cli.common import console, print_json
-from stortune.datasets import Dataset, load_dataset
+from stortune.cli.common import (
+    SOURCE_HELP,
+    RawOption,
+    StoreOption,
+    WorkloadFilterOption,
+    console,
+    print_json,
+)
+from stortune.datasets import Dataset
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD
 from stortune.importance.common import RankError
 
@@ -38,11 +45,18 @@ BinsOption = typer.Option(
 )
 
 
-def resolve_dataset(source: Path | None) -> Dataset:
-    """The data to rank; only files for now (campaigns and live budgets come later)."""
+def resolve_dataset(
+    source: str | None, store: str, workload: str | None, raw: bool, metric: str | None, quiet: bool
+) -> Dataset:
+    """The data to rank (a file or a stored campaign), saying which metric is ranked."""
+    from stortune.sources import describe_metric, load_source
+
     if source is None:
-        raise RankError("say what to rank: --from FILE (CSV, Parquet or ARFF)")
-    return load_dataset(source)
+        raise RankError("say what to rank: --from FILE|CAMPAIGN, or --budget N on a live target")
+    dataset = load_source(source, store, workload=workload, raw=raw)
+    if not quiet:
+        console.print(describe_metric(metric or dataset.metrics[0]), highlight=False)
+    return dataset
 
 
 def parse_fractions(text: str) -> list[float]:
@@ -59,7 +73,7 @@ def parse_fractions(text: str) -> list[float]:
 def register(app: typer.Typer) -> None:
     @app.command("rank")
     def rank_command(
-        source: Path = typer.Option(None, "--from", help="Dataset file: CSV, Parquet or ARFF."),
+        source: str = typer.Option(None, "--from", help=SOURCE_HELP),
         method: str = typer.Option("carver", "--method", help="carver or lasso."),
         metric: str = MetricOption,
         stop: str = typer.Option(
@@ -69,13 +83,21 @@ def register(app: typer.Typer) -> None:
         rsd: float = typer.Option(DEFAULT_RSD, "--rsd", help="RSD threshold of --stop rsd."),
         bins: int = BinsOption,
         plots: Path = typer.Option(None, "--plots", help="Write PNG and SVG figures here."),
+        workload: str = WorkloadFilterOption,
+        raw: bool = RawOption,
+        store: str = StoreOption,
         json_out: bool = JsonOption,
     ) -> None:
         """Rank parameters by importance: Carver's greedy variance reduction or Lasso.
 
+        Runs of a campaign with reference runs are ranked by their value relative to the
+        reference measured around them (drift-corrected); --raw ranks absolute values.
+
         Example: stortune rank --from runs.csv --method carver --stop rsd --plots figs/
+
+        Example: stortune rank --from localfs-lhs200 --workload fileserver --method lasso
         """
-        dataset = resolve_dataset(source)
+        dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins)
         written = importance.write_plots(dataset, result, plots) if plots else []
         if json_out:
@@ -90,7 +112,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("rank-study")
     def rank_study_command(
-        source: Path = typer.Argument(..., help="Dataset file: CSV, Parquet or ARFF."),
+        source: str = typer.Argument(..., help=SOURCE_HELP),
         fractions: str = typer.Option(
             DEFAULT_FRACTIONS, "--fractions", help="Comma-separated shares of the rows."
         ),
@@ -101,6 +123,9 @@ def register(app: typer.Typer) -> None:
         bins: int = BinsOption,
         seed: int = typer.Option(0, "--seed", help="Seed of the subsets."),
         plot: Path = typer.Option(None, "--plot", help="Write the success curves (PNG + SVG)."),
+        workload: str = WorkloadFilterOption,
+        raw: bool = RawOption,
+        store: str = StoreOption,
         json_out: bool = JsonOption,
     ) -> None:
         """How often a random share of the data finds the full data's top parameters
@@ -110,7 +135,7 @@ def register(app: typer.Typer) -> None:
         """
         if depth < 1:
             raise RankError(f"--depth must be at least 1 (got {depth})")
-        dataset = load_dataset(source)
+        dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         study = importance.subsample_study(
             dataset, parse_fractions(fractions), trials, method, metric, depth, bins, seed
         )

@@ -1,0 +1,113 @@
+"""Where an analysis gets its data: a dataset file or a stored campaign, one `Dataset` either way.
+
+Analyses (ranking, models, tuner benchmarks) should not care whether the runs came from
+`stortune sweep` a minute ago or from a CSV measured elsewhere. Two rules hold for both:
+
+* **Relative by default.** Absolute throughput drifts up to 2x within an hour on these VMs
+  (MEASURING.md). A campaign with reference runs gets, for its objective, a ``<metric>_rel``
+  column: each run divided by the reference config measured around it. That column comes first,
+  so analyses use it unless the user names another metric or asks for raw values (`raw=True`).
+* **One workload at a time.** A sweep over several workloads mixes rows whose metric means
+  different things; the caller names the workload to analyse when there is more than one.
+  Failed and disturbed runs are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from stortune.datasets import METRIC_PREFIX, RUN_PREFIX, Dataset, from_frame, load_dataset
+from stortune.errors import DatasetError, StoreError
+from stortune.store import Campaign, Store
+
+RELATIVE_SUFFIX = "_rel"
+WORKLOAD_COLUMN = f"{RUN_PREFIX}workload"
+STATUS_COLUMN = f"{RUN_PREFIX}status"
+
+
+def campaign_frame(store: Store, campaign: Campaign, include_failed: bool = True) -> pd.DataFrame:
+    """The export table of a campaign (`Store.runs_frame`) plus ``metric.<objective>_rel`` when
+    the campaign measured a reference config (see `stortune.reference`)."""
+    from stortune.reference import campaign_relative
+
+    frame = store.runs_frame(campaign.name, include_failed=include_failed)
+    relative = campaign_relative(store, campaign)
+    if relative and not frame.empty:
+        frame[f"{METRIC_PREFIX}{campaign.metric}{RELATIVE_SUFFIX}"] = frame["run.id"].map(relative)
+    return frame
+
+
+def load_source(
+    source: str | Path,
+    store_url: str | None = None,
+    *,
+    metrics: list[str] | None = None,
+    workload: str | None = None,
+    raw: bool = False,
+) -> Dataset:
+    """A dataset file (CSV, Parquet, ARFF) when `source` names one, else the campaign of that name
+    in the store at `store_url`. Relative metrics come first unless `raw` (module doc)."""
+    path = Path(source)
+    if path.exists() or store_url is None or path.suffix.lower() in (".csv", ".parquet", ".arff"):
+        dataset = load_dataset(path, metrics=metrics)
+        frame = dataset.frame
+    else:
+        with Store(store_url) as db:
+            try:
+                campaign = db.campaign(str(source))
+            except StoreError as exc:
+                raise DatasetError(f"{source}: no such dataset file, and {exc}") from None
+            frame = campaign_frame(db, campaign, include_failed=False)
+        if frame.empty:
+            raise DatasetError(f"campaign {str(source)!r} has no successful runs")
+        dataset = from_frame(frame, metrics=metrics, source=f"campaign {source}")
+        frame = dataset.frame
+    frame = _only_ok(frame)
+    frame = _one_workload(frame, workload, dataset.source)
+    order = list(dataset.metrics)
+    if not raw and not metrics:
+        order.sort(key=lambda m: not m.endswith(RELATIVE_SUFFIX))  # stable: relative ones first
+    return Dataset(
+        frame.reset_index(drop=True), dataset.params, order, dataset.directions, dataset.source
+    )
+
+
+def is_relative(metric: str) -> bool:
+    return metric.endswith(RELATIVE_SUFFIX)
+
+
+def describe_metric(metric: str) -> str:
+    """How the analysis's metric should be read, for the line the CLI prints above its output."""
+    if is_relative(metric):
+        base = metric.removesuffix(RELATIVE_SUFFIX)
+        return (
+            f"metric: {metric} = {base} relative to the reference config measured around each run "
+            "(drift-corrected; --raw for absolute values)"
+        )
+    return f"metric: {metric}"
+
+
+def _only_ok(frame: pd.DataFrame) -> pd.DataFrame:
+    if STATUS_COLUMN in frame.columns:
+        frame = frame[frame[STATUS_COLUMN].astype(str) == "ok"]
+    return frame
+
+
+def _one_workload(frame: pd.DataFrame, workload: str | None, source: str) -> pd.DataFrame:
+    if WORKLOAD_COLUMN not in frame.columns:
+        if workload:
+            raise DatasetError(f"{source}: no workload column to choose {workload!r} from")
+        return frame
+    names = sorted(frame[WORKLOAD_COLUMN].astype(str).unique())
+    if workload is None:
+        if len(names) > 1:
+            raise DatasetError(
+                f"{source} holds runs of several workloads ({', '.join(names)}): "
+                "choose one with --workload"
+            )
+        return frame
+    if workload not in names:
+        raise DatasetError(f"{source}: no runs of workload {workload!r} (have: {', '.join(names)})")
+    return frame[frame[WORKLOAD_COLUMN].astype(str) == workload]

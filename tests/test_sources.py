@@ -1,0 +1,89 @@
+"""Analyses read files and campaigns alike, drift-corrected by default, one workload at a time."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from stortune.cli import app
+from stortune.errors import DatasetError
+from stortune.sources import load_source
+from stortune.store import Store
+from stortune.targets.command import CommandTarget
+from test_sweep import drifting, start  # noqa: F401 - the fixture is used by name
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def swept(tmp_path: Path, drifting: CommandTarget) -> str:  # noqa: F811
+    url = str(tmp_path / "swept.db")
+    with Store(url) as db:
+        start(db, drifting, reps=2, every=1).run()
+    return url
+
+
+def test_campaign_source_ranks_relative_values_first(swept: str) -> None:
+    data = load_source("s", swept)
+    assert data.metrics[0] == "mbs_rel"
+    means = data.frame.groupby("level")["mbs_rel"].mean()
+    for level, value in means.items():
+        assert value == pytest.approx(level, rel=0.02)  # the drift is gone
+    raw = load_source("s", swept, raw=True)
+    assert raw.metrics[0] == "mbs"
+
+
+def test_exported_file_and_campaign_give_the_same_rows(swept: str, tmp_path: Path) -> None:
+    out = tmp_path / "s.csv"
+    result = runner.invoke(app, ["export", "s", "-o", str(out), "--store", swept])
+    assert result.exit_code == 0, result.output
+    from_file, from_store = load_source(out), load_source("s", swept)
+    assert from_file.metrics[0] == from_store.metrics[0] == "mbs_rel"
+    assert len(from_file.frame) == len(from_store.frame)
+    assert from_file.params == from_store.params == ["level"]
+
+
+def test_several_workloads_need_a_choice_and_failed_rows_are_left_out(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "run.workload": ["a", "a", "b", "b", "a"],
+            "run.status": ["ok", "ok", "ok", "ok", "failed"],
+            "x": [1, 2, 1, 2, 3],
+            "metric.mbs": [10.0, 20.0, 1.0, 2.0, None],
+        }
+    )
+    path = tmp_path / "two.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(DatasetError, match="several workloads \\(a, b\\).*--workload"):
+        load_source(path)
+    data = load_source(path, workload="a")
+    assert data.frame["x"].tolist() == [1, 2]  # b's rows and the failed run are gone
+    with pytest.raises(DatasetError, match="no runs of workload 'c'"):
+        load_source(path, workload="c")
+
+
+def test_unknown_source_names_the_store_campaigns(swept: str) -> None:
+    with pytest.raises(DatasetError, match="no such dataset file.*campaigns: s"):
+        load_source("nope", swept)
+
+
+def test_rank_and_model_read_a_campaign_and_say_the_metric_is_relative(
+    swept: str, tmp_path: Path
+) -> None:
+    result = runner.invoke(app, ["rank", "--from", "s", "--store", swept, "--method", "lasso"])
+    assert result.exit_code == 0, result.output
+    assert "mbs_rel" in result.output and "relative to the reference" in result.output
+    result = runner.invoke(
+        app, ["rank", "--from", "s", "--store", swept, "--raw", "--json", "--method", "lasso"]
+    )
+    assert json.loads(result.output)["metric"] == "mbs"
+    out = tmp_path / "m.joblib"
+    result = runner.invoke(
+        app,
+        ["model", "fit", "--from", "s", "--store", swept, "-t", "linear", "-o", str(out)]
+        + ["--folds", "3"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "mbs_rel" in result.output and out.exists()
