@@ -4,12 +4,18 @@ equal budget, dynamic bounds, constraints, and replays of configs they did not p
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from stortune.errors import ConfigError
+from stortune.experiment import Experiment, LoopSettings, Objective
 from stortune.space import Space, parse_space
+from stortune.store import Store
+from stortune.targets.command import CommandTarget
 from stortune.tuners import DEFAULT_TUNER, make_tuner, tuner_names
 from stortune.tuners import bo as bo_module
 from stortune.tuners import ddpg as ddpg_module
@@ -171,3 +177,28 @@ def test_told_configs_they_did_not_propose_and_failures(name: str, toy_space: Sp
         tuner.tell(config, 10.0)
     assert tuner.best.value == 0.0
     tuner.observe_state({})  # the state hook is there for every tuner
+
+
+def test_configs_beyond_the_declared_box_but_within_hard_limits_are_valid() -> None:
+    assert EXTENDABLE.validate({"x": 3.0, "k": 128, "y": 0.5})["x"] == 3.0
+    with pytest.raises(ConfigError, match=r"'x': 9.0 is out of range \[-inf, 8\] \(hard limits\)"):
+        EXTENDABLE.validate({"x": 9.0})
+    with pytest.raises(ConfigError, match="out of range"):
+        EXTENDABLE.validate({"y": 1.5})  # not extendable: the declared range holds
+
+
+def test_widened_proposals_are_measured_by_the_loop_not_refused(tmp_path: Path) -> None:
+    script = tmp_path / "objective.py"
+    script.write_text(
+        "import json, math, sys\n"
+        "x, k = float(sys.argv[1]), float(sys.argv[2])\n"
+        "print(json.dumps({'score': -(x - 3) ** 2 - (math.log2(k) - 7) ** 2}))\n"
+    )
+    target = CommandTarget([sys.executable, str(script), "{x}", "{k}"])
+    with Store(str(tmp_path / "grow.db")) as db:
+        settings = LoopSettings(budget=16, repetitions=1)
+        objective = Objective("score", "max")
+        Experiment.start(db, "g", EXTENDABLE, target, [None], objective, "bo", settings).run()
+        trials = db.trials(db.campaign("g").id)
+    assert {t.status for t in trials} == {"ok"}
+    assert max(t.config["x"] for t in trials) > 1 or max(t.config["k"] for t in trials) > 16

@@ -135,10 +135,21 @@ class Parameter:
         return number
 
     def _check_range(self, number: float, original: Any) -> None:
-        if number < self.low or number > self.high:
-            raise ConfigError(
-                f"parameter {self.name!r}: {original!r} is out of range {self.domain_text()}"
-            )
+        low, high = self.valid_range()
+        if number < low or number > high:
+            limits = f"[{low:g}, {high:g}] (hard limits)" if self.extendable else self.domain_text()
+            raise ConfigError(f"parameter {self.name!r}: {original!r} is out of range {limits}")
+
+    def valid_range(self) -> tuple[float, float]:
+        """Values a config may hold: the declared range, or for an extendable parameter
+        everything up to its hard limits, so that a config found after the tuner widened a bound
+        (SAPPHIRE's dynamic bounds) is valid in the user's space too. Sampling keeps low/high."""
+        if not self.extendable:
+            return self.low, self.high
+        floor = 1 if self.kind is Kind.INT else math.ulp(0.0)
+        low = self.hard_low if self.hard_low is not None else (floor if self.log else -math.inf)
+        high = self.hard_high if self.hard_high is not None else math.inf
+        return min(low, self.low), max(high, self.high)
 
     # ---- unit-cube encoding ---------------------------------------------------------------
     def to_unit(self, value: Any) -> float:
