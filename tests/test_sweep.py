@@ -157,3 +157,42 @@ def test_real_localfs_sweep_and_relative_export(tmp_path: Path) -> None:
     frame = pd.read_csv(out)
     assert frame["metric.total.bw_mbs_rel"].notna().all()
     assert (frame["metric.total.bw_mbs_rel"] > 0).all()
+
+
+def test_disturbed_runs_are_measured_again_and_replaced(
+    store: Store, drifting: CommandTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run still disturbed after its retries is stored as such, then measured again by the
+    sweep's second pass; the slot ends with one good run and no disturbed placeholder."""
+    from stortune import disturbance
+
+    verdicts = iter(["fake load"] * 3)  # one run: the first try and both retries disturbed
+    monkeypatch.setattr(disturbance, "judge", lambda *a, **k: next(verdicts, None))
+    space = parse_space(SPACE)
+    settings = SweepSettings(
+        repetitions=1, reference_every=0, check_disturbance=True, settle_seconds=0.0
+    )
+    configs = sample(space, "factorial", 0).configs
+    sweep = Sweep.start(store, "d", space, drifting, [None], "mbs", "max", configs, settings)
+    sweep.run()
+    runs = [r for t in store.trials(sweep.campaign.id)[1:] for r in t.runs]
+    assert len(runs) == len(configs) and {r.status for r in runs} == {"ok"}
+    redone = [r for r in runs if r.info.get("disturbed_attempts")]
+    assert redone == [] or all(len(r.info["disturbed_attempts"]) < 3 for r in redone)
+    assert store.campaign("d").status == "finished"
+
+
+def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandTarget) -> None:
+    space = parse_space(SPACE)
+    configs = sample(space, "factorial", 0).configs
+    settings = SweepSettings(repetitions=1, reference_every=0)
+    sweep = Sweep.start(store, "r", space, drifting, [None], "mbs", "max", configs, settings)
+    trial = store.trials(sweep.campaign.id)[1]
+    now = time.time()
+    store.add_run(
+        sweep.campaign.id, trial.id, workload="default", repetition=0, status="disturbed",
+        metrics={"mbs": 1.0}, started_at=now, ended_at=now, error="another benchmark",
+    )  # fmt: skip
+    Sweep.resume(store, "r").run()
+    slot = store.trial_runs(trial.id)
+    assert [r.status for r in slot] == ["ok"]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -26,7 +26,7 @@ from stortune.errors import ConfigError, StortuneError
 from stortune.lock import BenchmarkLock
 from stortune.space import Config, Space, parse_space
 from stortune.stats import summarize
-from stortune.store import Campaign, Store, Trial
+from stortune.store import DISTURBED, Campaign, Store, Trial
 from stortune.targets import Measurement, Target, Workload, make_target
 from stortune.tuners import Tuner, make_tuner
 
@@ -113,6 +113,12 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+
+def finished_slots(trial: Trial) -> set[tuple[str, int]]:
+    """(workload, repetition) pairs a trial has a result for; a disturbed run is not one, so a
+    resumed campaign measures it again (`Store.add_run` then replaces it)."""
+    return {(r.workload, r.repetition) for r in trial.runs if r.status != DISTURBED}
 
 
 def workload_name(workload: Workload | None) -> str:
@@ -271,7 +277,7 @@ class Experiment:
             self._tell(seq, config, None)
             return
         trial_id = trial.id if trial else self.store.add_trial(self.campaign.id, seq, config, info)
-        done = {(r.workload, r.repetition) for r in trial.runs} if trial else set()
+        done = finished_slots(trial) if trial else set()
         try:
             self.target.apply(config)
         except StortuneError as exc:
@@ -306,14 +312,7 @@ class Experiment:
         return error is None and all(s["ci_rel"] <= target for s in summary.values())
 
     def _measure(self, workload: Workload | None) -> Measurement:
-        limits = (
-            Limits(
-                other_cpu_cores=self.settings.max_other_cpu,
-                settle_seconds=self.settings.settle_seconds,
-            )
-            if self.settings.check_disturbance and self.target.measures_machine
-            else None
-        )
+        limits = limits_for(self.settings, self.target)
         return measure_once(
             self.target, workload, self.settings.timeout, self.objective.metric, limits
         )
@@ -354,6 +353,20 @@ class Experiment:
             best.value if best else None,
             stopped_by,
         )
+
+
+class DisturbanceSettings(Protocol):
+    check_disturbance: bool
+    max_other_cpu: float
+    settle_seconds: float
+
+
+def limits_for(settings: DisturbanceSettings, target: Target) -> Limits | None:
+    """Disturbance limits for a loop's runs, or None when they are not checked: not asked for,
+    or a target that does not measure this machine (a table replays numbers)."""
+    if not (settings.check_disturbance and target.measures_machine):
+        return None
+    return Limits(other_cpu_cores=settings.max_other_cpu, settle_seconds=settings.settle_seconds)
 
 
 def machine_lock(target: Target, campaign: str) -> AbstractContextManager[object]:
@@ -411,7 +424,7 @@ def measure_once(
     if attempts:
         measurement.info["disturbed_attempts"] = attempts
     if reason is not None and measurement.ok:
-        measurement.status, measurement.error = "disturbed", reason
+        measurement.status, measurement.error = DISTURBED, reason
     return measurement
 
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     from stortune.datasets import Dataset
 
+DISTURBED = "disturbed"  # a run's status when other work on the machine spoilt it
+
 metadata = sa.MetaData()
 
 campaigns = sa.Table(
@@ -343,8 +345,18 @@ class Store:
         error: str | None = None,
         info: Mapping[str, Any] | None = None,
     ) -> int:
-        """Record one finished run; committed before this returns."""
+        """Record one finished run; committed before this returns. A run stored as disturbed
+        in the same slot (trial, workload, repetition) is replaced: it was never a result, and
+        a resumed campaign measures that slot again."""
         with self._tx() as conn:
+            conn.execute(
+                runs.delete().where(
+                    runs.c.trial_id == trial_id,
+                    runs.c.workload == workload,
+                    runs.c.repetition == repetition,
+                    runs.c.status == DISTURBED,
+                )
+            )
             result = conn.execute(
                 runs.insert().values(
                     campaign_id=campaign_id,

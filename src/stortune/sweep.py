@@ -17,10 +17,11 @@ import numpy as np
 import yaml
 
 from stortune import environment
-from stortune.disturbance import Limits
 from stortune.errors import StortuneError
 from stortune.experiment import (
     Event,
+    finished_slots,
+    limits_for,
     machine_lock,
     measure_once,
     record_run,
@@ -41,6 +42,8 @@ class SweepSettings:
     reference_every: int = 5
     seed: int = 0
     check_disturbance: bool = False
+    settle_seconds: float = 5.0
+    max_other_cpu: float = 0.5  # cores of user time others may use during a run
 
     def __post_init__(self) -> None:
         if self.repetitions < 1:
@@ -127,49 +130,58 @@ class Sweep:
             self.campaign.id, {**environment.fingerprint(), "target": self.target.describe()}
         )
         self.store.set_status(self.campaign.id, "running")
-        trials = self.store.trials(self.campaign.id)
-        reference, design = trials[0], trials[1:]
-        done = {t.id: {(r.workload, r.repetition) for r in t.runs} for t in trials}
-        next_ref_rep = 1 + max((r.repetition for r in reference.runs), default=-1)
-        since_reference = self.settings.reference_every  # measure the reference first
         try:
             with machine_lock(self.target, self.campaign.name), self.target:
-                for rep in range(self.settings.repetitions):
-                    order = np.random.default_rng(self.settings.seed + rep).permutation(len(design))
-                    for index in order:
-                        trial = design[int(index)]
-                        missing = [
-                            w
-                            for w in self.workloads
-                            if (workload_name(w), rep) not in done[trial.id]
-                        ]
-                        if not missing:
-                            continue
-                        every = self.settings.reference_every
-                        if every and since_reference >= every:
-                            self._measure(reference, self.workloads, next_ref_rep)
-                            next_ref_rep += 1
-                            since_reference = 0
-                        self._measure(trial, missing, rep)
-                        since_reference += 1
-                        if rep == self.settings.repetitions - 1:
-                            self._finish(trial)
-                if self.settings.reference_every:
-                    self._measure(reference, self.workloads, next_ref_rep)  # closes the span
+                # The second pass measures again what the first left disturbed (or unmeasured).
+                for _ in range(2):
+                    self._pass()
         except KeyboardInterrupt:
             self.store.set_status(self.campaign.id, "interrupted")
             raise
-        self._finish(reference)
-        for trial in design:
+        for trial in self.store.trials(self.campaign.id):
             self._finish(trial)
         self.store.set_status(self.campaign.id, "finished")
+
+    def _pass(self) -> None:
+        """One pass over every slot without a result, repetition by repetition."""
+        trials = self.store.trials(self.campaign.id)
+        reference, design = trials[0], trials[1:]
+        done = {t.id: finished_slots(t) for t in trials}
+        if all(
+            (workload_name(w), rep) in done[t.id]
+            for t in design
+            for w in self.workloads
+            for rep in range(self.settings.repetitions)
+        ):
+            return
+        next_ref_rep = 1 + max((r.repetition for r in reference.runs), default=-1)
+        since_reference = self.settings.reference_every  # measure the reference first
+        every = self.settings.reference_every
+        for rep in range(self.settings.repetitions):
+            order = np.random.default_rng(self.settings.seed + rep).permutation(len(design))
+            for index in order:
+                trial = design[int(index)]
+                missing = [
+                    w for w in self.workloads if (workload_name(w), rep) not in done[trial.id]
+                ]
+                if not missing:
+                    continue
+                if every and since_reference >= every:
+                    self._measure(reference, self.workloads, next_ref_rep)
+                    next_ref_rep += 1
+                    since_reference = 0
+                self._measure(trial, missing, rep)
+                since_reference += 1
+                if rep == self.settings.repetitions - 1:
+                    self._finish(trial)
+        if every:
+            self._measure(reference, self.workloads, next_ref_rep)  # closes the span
 
     def _measure(self, trial: Trial, workloads: Sequence[Workload | None], rep: int) -> None:
         self.target.apply(trial.config)
         for workload in workloads:
             name = workload_name(workload)
-            check = self.settings.check_disturbance and self.target.measures_machine
-            limits = Limits() if check else None
+            limits = limits_for(self.settings, self.target)
             m = measure_once(
                 self.target, workload, self.settings.timeout, self.campaign.metric, limits
             )
