@@ -24,6 +24,7 @@ from stortune import disturbance, environment
 from stortune.disturbance import Limits
 from stortune.errors import ConfigError, StortuneError
 from stortune.lock import BenchmarkLock
+from stortune.reference import REFERENCE, is_reference
 from stortune.space import Config, Space, parse_space
 from stortune.stats import summarize
 from stortune.store import DISTURBED, Campaign, Store, Trial
@@ -68,6 +69,10 @@ class LoopSettings:
     check_disturbance: bool = False
     settle_seconds: float = 5.0
     max_other_cpu: float = 0.5  # cores of user time others may use during a run
+    # Measure the space's default config before the first evaluation, after every
+    # `reference_every` evaluations and at the end, so runs can be read relative to it
+    # (stortune.reference); 0: never.
+    reference_every: int = 0
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -82,6 +87,8 @@ class LoopSettings:
             raise StortuneError(f"min repetitions must be at least 1, not {self.min_repetitions}")
         if self.timeout is not None and self.timeout <= 0:
             raise StortuneError(f"the timeout must be positive, not {self.timeout}")
+        if self.reference_every < 0:
+            raise StortuneError("--reference-every must be 0 (off) or a positive number")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +120,9 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+
+REFERENCE_SEQ = -1  # the reference trial's sequence number in a tuning campaign (tuner's from 0)
 
 
 def finished_slots(trial: Trial) -> set[tuple[str, int]]:
@@ -229,6 +239,7 @@ class Experiment:
         try:
             with machine_lock(self.target, self.campaign.name), self.target:
                 seq = self._replay()
+                self._maybe_reference(seq)
                 if seq == 0 and self.settings.baseline:
                     self._evaluate(0, self.space.default_config(), None, {"source": "default"})
                     seq = 1
@@ -241,9 +252,11 @@ class Experiment:
                     ):
                         stopped_by = "time"
                         break
+                    self._maybe_reference(seq)
                     config = self.tuner.ask()
                     self._evaluate(seq, config, trial=None)
                     seq += 1
+                self._maybe_reference(seq, closing=True)
         except KeyboardInterrupt:
             self.store.set_status(self.campaign.id, "interrupted")
             raise
@@ -253,9 +266,43 @@ class Experiment:
         self.store.set_status(self.campaign.id, "finished")
         return self.outcome(stopped_by)
 
+    def _maybe_reference(self, seq: int, closing: bool = False) -> None:
+        """Measure the reference config when `reference_every` evaluations have passed since
+        its last visit (or none yet), and once more at the end so the last span is closed."""
+        every = self.settings.reference_every
+        if not every:
+            return
+        trial = self._reference_trial()
+        visits = sorted({r.repetition for r in trial.runs if r.status != DISTURBED})
+        # seq at which each visit happened, recorded in the runs' info
+        last_at = max(
+            ((r.info or {}).get("at_seq", -1) for r in trial.runs if r.status != DISTURBED),
+            default=None,
+        )
+        due = last_at is None or seq - last_at >= every or (closing and last_at < seq)
+        if not due:
+            return
+        visit = 1 + max(visits, default=-1)
+        self.target.apply(trial.config)
+        for workload in self.workloads:
+            m = self._measure(workload)
+            m.info["at_seq"] = seq
+            record_run(self.store, self.campaign.id, trial.id, workload_name(workload), visit, m)
+            self.on_event(Event("reference", seq, trial.config, workload_name(workload), visit, m))
+
+    def _reference_trial(self) -> Trial:
+        for trial in self.store.trials(self.campaign.id):
+            if is_reference(trial):
+                return trial
+        config = self.space.default_config()
+        trial_id = self.store.add_trial(
+            self.campaign.id, REFERENCE_SEQ, config, {"source": REFERENCE}
+        )
+        return next(t for t in self.store.trials(self.campaign.id) if t.id == trial_id)
+
     def _replay(self) -> int:
         """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
-        stored = self.store.trials(self.campaign.id)
+        stored = [t for t in self.store.trials(self.campaign.id) if not is_reference(t)]
         for trial in stored:
             if (trial.info or {}).get("source") != "default":
                 self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
