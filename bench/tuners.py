@@ -39,11 +39,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-# bench/profile.py would shadow the standard library's `profile` (which torch imports): this
-# script does not import its neighbours, so their folder leaves the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"

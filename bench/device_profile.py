@@ -16,7 +16,7 @@ the same repetitions. The default full profile uses a coarser large-size step (1
 the paper's grid from the measured time per size. `--paper-grid` measures the paper's grid
 (about an hour here). The numbers depend on this VM: read the notes printed at the end.
 
-Usage: python bench/profile.py [--dir DIR] [--file-size 64m] [--paper-grid] [--max-runs 10]
+Usage: python bench/device_profile.py [--dir DIR] [--file-size 64m] [--paper-grid] [--max-runs 10]
        [--workers 1,2,4] [--seeds 3] [--quick] [--out bench/results/profile.json]
 """
 
