@@ -8,10 +8,11 @@ campaign stored in the results database can be resumed with exactly the same tar
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stortune.errors import TargetError
 from stortune.space import Config, Space
 
 
@@ -82,6 +83,20 @@ class Target(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """A JSON-able spec from which `make_target` rebuilds this target."""
+
+    @classmethod
+    def keyword_spec(
+        cls, spec: Mapping[str, Any], space: Space | None, keys: Sequence[str]
+    ) -> Target:
+        """`from_spec` for targets built as ``cls(space, **settings)``: refuses settings it does
+        not know (a stored campaign from another version, a typo in a spec file)."""
+        unknown = sorted(set(spec) - set(keys) - {"kind", "space"})
+        if unknown:
+            raise TargetError(
+                f"{cls.kind} target: unknown setting(s) {', '.join(unknown)} "
+                f"(known: {', '.join(keys)})"
+            )
+        return cls(space or spec.get("space"), **{k: spec[k] for k in keys if k in spec})  # type: ignore[call-arg]
 
     def __enter__(self) -> Target:
         self.setup()

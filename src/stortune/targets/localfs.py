@@ -119,13 +119,7 @@ class LocalFsTarget(Target):
     # ---- spec -----------------------------------------------------------------------------
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], space: Space | None = None) -> LocalFsTarget:
-        unknown = sorted(set(spec) - set(_SPEC_KEYS) - {"kind", "space"})
-        if unknown:
-            raise TargetError(
-                f"localfs target: unknown setting(s) {', '.join(unknown)} "
-                f"(known: {', '.join(_SPEC_KEYS)})"
-            )
-        return cls(space or spec.get("space"), **{k: spec[k] for k in _SPEC_KEYS if k in spec})
+        return cls.keyword_spec(spec, space, _SPEC_KEYS)  # type: ignore[return-value]
 
     def describe(self) -> dict[str, Any]:
         return {
