@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -125,6 +125,34 @@ class Outcome:
 REFERENCE_SEQ = -1  # the reference trial's sequence number in a tuning campaign (tuner's from 0)
 
 
+def new_campaign(
+    store: Store,
+    name: str,
+    kind: str,
+    space: Space,
+    target: Target,
+    workloads: Sequence[Workload | None],
+    objective: Objective,
+    tuner: str,
+    seed: int,
+    settings: Mapping[str, Any],
+) -> Campaign:
+    """Store a campaign with everything a resume needs to rebuild it: the space as YAML, the
+    target's and workloads' specs, the objective, the tuner and the loop's settings."""
+    return store.create_campaign(
+        name,
+        kind=kind,
+        space_name=space.name,
+        space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+        target=target.describe(),
+        workload={"workloads": [w.describe() for w in workloads if w is not None]},
+        objective=objective.to_dict(),
+        tuner=tuner,
+        seed=seed,
+        settings=dict(settings),
+    )
+
+
 def finished_slots(trial: Trial) -> set[tuple[str, int]]:
     """(workload, repetition) pairs a trial has a result for; a disturbed run is not one, so a
     resumed campaign measures it again (`Store.add_run` then replaces it)."""
@@ -185,17 +213,17 @@ class Experiment:
     ) -> Experiment:
         """A new campaign in the store, ready to run."""
         tuner = make_tuner(tuner_name, space, objective.direction, seed, settings.budget)
-        campaign = store.create_campaign(
+        campaign = new_campaign(
+            store,
             name,
-            kind=kind,
-            space_name=space.name,
-            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
-            target=target.describe(),
-            workload={"workloads": [w.describe() for w in workloads if w is not None]},
-            objective=objective.to_dict(),
-            tuner=tuner_name,
-            seed=seed,
-            settings=settings.to_dict(),
+            kind,
+            space,
+            target,
+            workloads,
+            objective,
+            tuner_name,
+            seed,
+            asdict(settings),
         )
         return cls(store, campaign, space, tuner, target, workloads, settings, on_event)
 

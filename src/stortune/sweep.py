@@ -11,19 +11,20 @@ slow drift. All trials are stored up front, so a resumed sweep finds exactly the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
-import yaml
 
 from stortune import environment
 from stortune.errors import StortuneError
 from stortune.experiment import (
     Event,
+    Objective,
     finished_slots,
     limits_for,
     machine_lock,
     measure_once,
+    new_campaign,
     record_run,
     workload_name,
     workloads_from_specs,
@@ -86,18 +87,11 @@ class Sweep:
     ) -> Sweep:
         if not configs:
             raise StortuneError("the design has no valid config to measure")
-        campaign = store.create_campaign(
-            name,
-            kind="sweep",
-            space_name=space.name,
-            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
-            target=target.describe(),
-            workload={"workloads": [w.describe() for w in workloads if w is not None]},
-            objective={"metric": metric, "direction": direction},
-            tuner="factorial",
-            seed=settings.seed,
-            settings=settings.__dict__,
-        )
+        objective = Objective(metric, direction)
+        campaign = new_campaign(
+            store, name, "sweep", space, target, workloads, objective, "factorial",
+            settings.seed, asdict(settings),
+        )  # fmt: skip
         reference = space.validate(reference or {})
         store.add_trial(campaign.id, 0, reference, {"source": REFERENCE})
         for seq, config in enumerate(configs, start=1):
