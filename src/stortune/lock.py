@@ -25,6 +25,23 @@ def lock_dir() -> Path:
     return Path.home() / ".cache" / "stortune"
 
 
+def exclusive_flock(path: Path, holder: str, busy: str) -> int:
+    """Open `path` and take an exclusive flock without waiting; write `holder` into it.
+    When someone else holds it, raise BusyError: `busy` with ``{holder}`` filled by what the
+    holder wrote. Returns the open descriptor (closing it releases the lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        other = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise BusyError(busy.format(holder=other)) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{holder}\n".encode(), 0)
+    return fd
+
+
 _held: dict[Path, list[int]] = {}  # lock path -> [fd, depth] held by this process
 
 
@@ -41,19 +58,12 @@ class BenchmarkLock:
         if self.path in _held:
             _held[self.path][1] += 1
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise BusyError(
-                f"another stortune benchmark is measuring on this machine ({holder}); one at a "
-                f"time, since they would spoil each other's runs (lock: {self.path})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, {self.what}\n".encode(), 0)
+        fd = exclusive_flock(
+            self.path,
+            f"pid {os.getpid()}, {self.what}",
+            "another stortune benchmark is measuring on this machine ({holder}); one at a "
+            f"time, since they would spoil each other's runs (lock: {self.path})",
+        )
         _held[self.path] = [fd, 1]
         return self
 

@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stortune.errors import BusyError, StortuneError, TargetError
+from stortune.errors import StortuneError, TargetError
+from stortune.lock import exclusive_flock
 from stortune.targets import cgroup, loopdev, mounts, sysconf
 
 _counter = itertools.count()
@@ -134,7 +135,8 @@ def recover(state_dir: Path) -> list[str]:
 
 
 class MachineLock:
-    """An exclusive flock on STATE_DIR/localfs.lock, released when the process ends."""
+    """An exclusive flock on STATE_DIR/localfs.lock, released when the process ends: one
+    process at a time owns the target's state folder (its journal, images and mounts)."""
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "localfs.lock"
@@ -143,19 +145,12 @@ class MachineLock:
     def acquire(self) -> None:
         if self._fd >= 0:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise BusyError(
-                f"another stortune localfs target (pid {holder}) holds {self.path}; "
-                "one benchmark at a time"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+        self._fd = exclusive_flock(
+            self.path,
+            str(os.getpid()),
+            "another stortune target (pid {holder}) holds "
+            + f"{self.path}; one benchmark at a time",
+        )
 
     def release(self) -> None:
         if self._fd >= 0:
