@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_sweep import drifting, start  # noqa: F401 - the fixture is used by name
 from typer.testing import CliRunner
 
 from stortune.cli import app
@@ -12,7 +13,6 @@ from stortune.errors import DatasetError
 from stortune.sources import load_source
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
-from test_sweep import drifting, start  # noqa: F401 - the fixture is used by name
 
 runner = CliRunner()
 

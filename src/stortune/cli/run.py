@@ -90,6 +90,7 @@ def register(app: typer.Typer) -> None:
         output: str = targets.OUTPUT,
         dataset: str = targets.DATASET,
         nearest: bool = targets.NEAREST,
+        model: str = targets.MODEL,
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
         objective: str = typer.Option(
             None, "--objective", "-o", help="METRIC[:max|min] to optimise."
@@ -148,7 +149,7 @@ def register(app: typer.Typer) -> None:
                     min_repetitions=min_repetitions,
                     check_disturbance=check_disturbance,
                 )
-                target = targets.target_kind(target, command, dataset)
+                target = targets.target_kind(target, command, dataset, model)
                 built = targets.build_target(
                     target,
                     s,
@@ -156,6 +157,7 @@ def register(app: typer.Typer) -> None:
                     output=output,
                     dataset=dataset,
                     nearest=nearest,
+                    model=model,
                     image_size=image_size,
                     device=device,
                     destroy_data=destroy_data,

@@ -87,6 +87,7 @@ def register(app: typer.Typer) -> None:
         memory_limit: str = targets.MEMORY_LIMIT,
         command: str = targets.COMMAND,
         output: str = targets.OUTPUT,
+        model: str = targets.MODEL,
         name: str = typer.Option(None, "--name", help="Campaign name (default: made up)."),
         resume: str = typer.Option(None, "--resume", help="Continue this stored sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan, measure nothing."),
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
                     raise StortuneError("a new sweep needs --space")
                 s = load_space(space)
                 configs = sample(s, design, limit, seed, levels).configs
-                kind = targets.target_kind(target, command, None)
+                kind = targets.target_kind(target, command, None, model)
                 workloads = targets.build_workloads(kind, workload, runtime)
                 runs = len(configs) * repetitions * len(workloads)
                 plan = {
@@ -139,6 +140,7 @@ def register(app: typer.Typer) -> None:
                     s,
                     command=command,
                     output=output,
+                    model=model,
                     image_size=image_size,
                     device=device,
                     destroy_data=destroy_data,

@@ -19,8 +19,9 @@ TARGET = typer.Option(
     "--target",
     "-t",
     help="What to measure: localfs (a loop-device file system; root), command (any program "
-    "printing JSON metrics), table (replay a dataset), or another registered target "
-    "[default: command with --command, table with --dataset, else localfs].",
+    "printing JSON metrics), table (replay a dataset), surrogate (a fitted model predicts), "
+    "or another registered target [default: command with --command, surrogate with --model, "
+    "table with --dataset, else localfs].",
 )
 COMMAND = typer.Option(
     None,
@@ -32,6 +33,12 @@ OUTPUT = typer.Option("json", "--output", help="command target: json or fio.")
 DATASET = typer.Option(None, "--dataset", help="table target: the dataset file to replay.")
 NEAREST = typer.Option(
     False, "--nearest", help="table target: answer unknown configs with the nearest row."
+)
+MODEL = typer.Option(
+    None,
+    "--model",
+    help="surrogate target: a model saved by `stortune model fit -o` "
+    "(e.g. --model stortune-out/models/runs.iops.cart.joblib).",
 )
 WORKLOAD = typer.Option(
     [],
@@ -64,12 +71,16 @@ MEMORY_LIMIT = typer.Option(
 )
 
 
-def target_kind(kind: str | None, command: str | None, dataset: str | None) -> str:
+def target_kind(
+    kind: str | None, command: str | None, dataset: str | None, model: str | None = None
+) -> str:
     """The target named, or the one the other options imply."""
     if kind:
         return kind
     if command:
         return "command"
+    if model:
+        return "surrogate"
     return "table" if dataset else "localfs"
 
 
@@ -81,6 +92,7 @@ def build_target(
     output: str = "json",
     dataset: str | None = None,
     nearest: bool = False,
+    model: str | None = None,
     image_size: str = "4g",
     device: str | None = None,
     destroy_data: bool = False,
@@ -100,6 +112,14 @@ def build_target(
         from stortune.targets.table import TableTarget
 
         return TableTarget(load_dataset(dataset), space, nearest=nearest)
+    if kind == "surrogate":
+        if not model:
+            raise StortuneError(
+                "--target surrogate needs --model FILE (from `stortune model fit -o`)"
+            )
+        from stortune.targets.surrogate import SurrogateTarget
+
+        return SurrogateTarget(model, space)
     if kind == "localfs":
         require_root("the localfs target")
         from stortune.targets.localfs import LocalFsTarget

@@ -209,6 +209,7 @@ def register(app: typer.Typer) -> None:
         output: str = targets.OUTPUT,
         dataset: str = targets.DATASET,
         nearest: bool = targets.NEAREST,
+        model: str = targets.MODEL,
         check_disturbance: bool = targets.CHECK_DISTURBANCE,
         tuner: str = typer.Option(
             DEFAULT_TUNER, help=f"One of {', '.join(tuner_names())} (bo: SAPPHIRE's GP-BO)."
@@ -262,6 +263,9 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune tune --target table --dataset runs.csv -o Performance:min --budget 30
 
+        Example: stortune tune --space my.yaml --model cart.joblib -o iops:max --tuner bo
+        --budget 30
+
         Example: stortune tune --space localfs -o total.bw_mbs:max -o total.lat_mean_us:min
         --tuner bo --budget 40
         """
@@ -288,7 +292,7 @@ def register(app: typer.Typer) -> None:
                 if not space or not specs:
                     raise StortuneError("a new campaign needs --space and --objective")
                 whole = load_space(space)
-                kind = targets.target_kind(target, command, dataset)
+                kind = targets.target_kind(target, command, dataset, model)
                 built = targets.build_target(
                     kind,
                     whole,
@@ -296,6 +300,7 @@ def register(app: typer.Typer) -> None:
                     output=output,
                     dataset=dataset,
                     nearest=nearest,
+                    model=model,
                     image_size=image_size,
                     device=device,
                     destroy_data=destroy_data,

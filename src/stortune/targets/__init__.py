@@ -16,6 +16,7 @@ REGISTRY: dict[str, str] = {
     "ceph": "stortune.targets.ceph:CephTarget",
     "command": "stortune.targets.command:CommandTarget",
     "localfs": "stortune.targets.localfs:LocalFsTarget",
+    "surrogate": "stortune.targets.surrogate:SurrogateTarget",
     "table": "stortune.targets.table:TableTarget",
 }
 
