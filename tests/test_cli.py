@@ -125,6 +125,8 @@ def test_run_export_import_round_trip(tmp_path: Path, toy_space_file: Path) -> N
             "c",
             "--json",
             "--no-check-disturbance",
+            "--reference-every",
+            "0",
         ],
     )
     assert result.exit_code == 0, result.output

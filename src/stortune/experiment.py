@@ -117,6 +117,7 @@ class Outcome:
     best_value: float | None
     stopped_by: str
     notes: list[str] = field(default_factory=list)
+    reference_runs: int = 0  # runs of the reference config (included in runs_ok/runs_failed)
 
     def to_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -317,6 +318,10 @@ class Experiment:
             m.info["at_seq"] = seq
             record_run(self.store, self.campaign.id, trial.id, workload_name(workload), visit, m)
             self.on_event(Event("reference", seq, trial.config, workload_name(workload), visit, m))
+        value, summary, error = self._summarize(self.store.trial_runs(trial.id))
+        self.store.finish_trial(
+            trial.id, "ok" if value is not None else "failed", value, summary, error
+        )
 
     def _reference_trial(self) -> Trial:
         for trial in self.store.trials(self.campaign.id):
@@ -421,12 +426,13 @@ class Experiment:
         best = self.tuner.best
         return Outcome(
             self.campaign.name,
-            len(stored),
+            sum(1 for t in stored if not is_reference(t)),
             ok,
             failed,
             best.config if best else None,
             best.value if best else None,
             stopped_by,
+            reference_runs=sum(len(t.runs) for t in stored if is_reference(t)),
         )
 
 

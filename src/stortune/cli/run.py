@@ -7,7 +7,7 @@ import time
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from stortune.cli import targets
+from stortune.cli import targets as target_options
 from stortune.cli.common import (
     DEFAULT_STORE,
     STORE_HELP,
@@ -77,20 +77,10 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("run")
+    @target_options.with_target_options
     def run_command(
+        targets: target_options.TargetOptions,
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
-        target: str = targets.TARGET,
-        workload: list[str] = targets.WORKLOAD,
-        runtime: float = targets.RUNTIME,
-        image_size: str = targets.IMAGE_SIZE,
-        device: str = targets.DEVICE,
-        destroy_data: bool = targets.DESTROY_DATA,
-        memory_limit: str = targets.MEMORY_LIMIT,
-        command: str = targets.COMMAND,
-        output: str = targets.OUTPUT,
-        dataset: str = targets.DATASET,
-        nearest: bool = targets.NEAREST,
-        model: str = targets.MODEL,
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
         objective: str = typer.Option(
             None, "--objective", "-o", help="METRIC[:max|min] to optimise."
@@ -109,7 +99,8 @@ def register(app: typer.Typer) -> None:
             "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
         ),
         min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
-        check_disturbance: bool = targets.CHECK_DISTURBANCE,
+        check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        reference_every: int = target_options.REFERENCE_EVERY,
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         seed: int = typer.Option(0, help="Random seed of the tuner."),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
@@ -140,6 +131,7 @@ def register(app: typer.Typer) -> None:
                 if not space or not objective:
                     raise StortuneError("a new campaign needs --space and --objective")
                 s = load_space(space)
+                built = targets.build(s)
                 settings = LoopSettings(
                     budget=budget or 20,
                     seconds=seconds,
@@ -148,27 +140,14 @@ def register(app: typer.Typer) -> None:
                     target_ci=target_ci,
                     min_repetitions=min_repetitions,
                     check_disturbance=check_disturbance,
-                )
-                target = targets.target_kind(target, command, dataset, model)
-                built = targets.build_target(
-                    target,
-                    s,
-                    command=command,
-                    output=output,
-                    dataset=dataset,
-                    nearest=nearest,
-                    model=model,
-                    image_size=image_size,
-                    device=device,
-                    destroy_data=destroy_data,
-                    memory_limit=memory_limit,
+                    reference_every=target_options.reference_every(reference_every, built),
                 )
                 experiment = Experiment.start(
                     db,
                     name or f"{s.name}-{tuner}-{time.strftime('%Y%m%d-%H%M%S')}",
                     s,
                     built,
-                    targets.build_workloads(target, workload, runtime),
+                    targets.workloads(),
                     Objective.parse(objective),
                     tuner,
                     settings,

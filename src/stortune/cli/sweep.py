@@ -14,7 +14,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from stortune.cli import targets
+from stortune.cli import targets as target_options
 from stortune.cli.common import (
     DEFAULT_STORE,
     STORE_HELP,
@@ -57,7 +57,9 @@ def run_sweep(sweep: Sweep, quiet: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
+    @target_options.with_target_options
     def sweep_command(
+        targets: target_options.TargetOptions,
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
         objective: str = typer.Option(
             "total.bw_mbs:max", "--objective", "-o", help="METRIC[:max|min] summarised per config."
@@ -70,24 +72,10 @@ def register(app: typer.Typer) -> None:
             0, "--limit", "-n", help="At most this many configs (lhs/random: how many)."
         ),
         repetitions: int = typer.Option(2, "--repetitions", "-r", help="Runs per config."),
-        reference_every: int = typer.Option(
-            5,
-            help="Measure the default config after every N configs (0: never), so runs "
-            "can be expressed relative to it.",
-        ),
+        reference_every: int = target_options.REFERENCE_EVERY,
         seed: int = typer.Option(0, help="Seed of the run order (and of lhs/random designs)."),
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
-        check_disturbance: bool = targets.CHECK_DISTURBANCE,
-        target: str = targets.TARGET,
-        workload: list[str] = targets.WORKLOAD,
-        runtime: float = targets.RUNTIME,
-        image_size: str = targets.IMAGE_SIZE,
-        device: str = targets.DEVICE,
-        destroy_data: bool = targets.DESTROY_DATA,
-        memory_limit: str = targets.MEMORY_LIMIT,
-        command: str = targets.COMMAND,
-        output: str = targets.OUTPUT,
-        model: str = targets.MODEL,
+        check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         name: str = typer.Option(None, "--name", help="Campaign name (default: made up)."),
         resume: str = typer.Option(None, "--resume", help="Continue this stored sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan, measure nothing."),
@@ -113,8 +101,8 @@ def register(app: typer.Typer) -> None:
                     raise StortuneError("a new sweep needs --space")
                 s = load_space(space)
                 configs = sample(s, design, limit, seed, levels).configs
-                kind = targets.target_kind(target, command, None, model)
-                workloads = targets.build_workloads(kind, workload, runtime)
+                workloads = targets.workloads()
+                runtime = targets.runtime
                 runs = len(configs) * repetitions * len(workloads)
                 plan = {
                     "space": s.name,
@@ -135,17 +123,8 @@ def register(app: typer.Typer) -> None:
                             highlight=False,
                         )
                     return
-                built = targets.build_target(
-                    kind,
-                    s,
-                    command=command,
-                    output=output,
-                    model=model,
-                    image_size=image_size,
-                    device=device,
-                    destroy_data=destroy_data,
-                    memory_limit=memory_limit,
-                )
+                built = targets.build(s)
+                every = target_options.reference_every(reference_every, built)
                 obj = Objective.parse(objective)
                 sweep = Sweep.start(
                     db,
@@ -156,7 +135,7 @@ def register(app: typer.Typer) -> None:
                     obj.metric,
                     obj.direction,
                     configs,
-                    SweepSettings(repetitions, timeout, reference_every, seed, check_disturbance),
+                    SweepSettings(repetitions, timeout, every, seed, check_disturbance),
                 )
             run_sweep(sweep, quiet or json_out)
             trials = db.trials(sweep.campaign.id)

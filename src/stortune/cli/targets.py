@@ -6,7 +6,12 @@ Typer has no option groups, so the options are module-level singletons reused as
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import typer
 
@@ -64,6 +69,24 @@ CHECK_DISTURBANCE = typer.Option(
     help="Redo a run (at most twice, after a pause) when another benchmark, other processes' "
     "CPU or other devices' I/O disturbed it.",
 )
+REFERENCE_EVERY = typer.Option(
+    None,
+    "--reference-every",
+    help="Measure the space's default config before the first evaluation, after every N and at "
+    "the end, so runs read relative to it (0: never) [default: 5 on targets that measure this "
+    "machine, else 0].",
+)
+DEFAULT_REFERENCE_EVERY = 5
+
+
+def reference_every(value: int | None, target: Target) -> int:
+    """The reference schedule asked for, or the default: on for drifting machines, off for
+    targets that replay numbers (a table, a model)."""
+    if value is not None:
+        return value
+    return DEFAULT_REFERENCE_EVERY if target.measures_machine else 0
+
+
 MEMORY_LIMIT = typer.Option(
     None,
     "--memory-limit",
@@ -155,3 +178,83 @@ def require_root(what: str) -> None:
             "measure a directory with --target command and fio, or replay a dataset with "
             "--target table --dataset FILE"
         )
+
+
+@dataclass
+class TargetOptions:
+    """What the shared target and workload options said, for commands taking `--target ...`."""
+
+    target: str | None = None
+    workload: list[str] = field(default_factory=list)
+    runtime: float = 10.0
+    image_size: str = "4g"
+    device: str | None = None
+    destroy_data: bool = False
+    memory_limit: str | None = None
+    command: str | None = None
+    output: str = "json"
+    dataset: str | None = None
+    nearest: bool = False
+    model: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return target_kind(self.target, self.command, self.dataset, self.model)
+
+    def build(self, space: Space) -> Target:
+        return build_target(
+            self.kind,
+            space,
+            command=self.command,
+            output=self.output,
+            dataset=self.dataset,
+            nearest=self.nearest,
+            model=self.model,
+            image_size=self.image_size,
+            device=self.device,
+            destroy_data=self.destroy_data,
+            memory_limit=self.memory_limit,
+        )
+
+    def workloads(self) -> list[Workload | None]:
+        return build_workloads(self.kind, self.workload, self.runtime)
+
+
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "target": (str, TARGET),
+    "workload": (list[str], WORKLOAD),
+    "runtime": (float, RUNTIME),
+    "image_size": (str, IMAGE_SIZE),
+    "device": (str, DEVICE),
+    "destroy_data": (bool, DESTROY_DATA),
+    "memory_limit": (str, MEMORY_LIMIT),
+    "command": (str, COMMAND),
+    "output": (str, OUTPUT),
+    "dataset": (str, DATASET),
+    "nearest": (bool, NEAREST),
+    "model": (str, MODEL),
+}
+
+
+def with_target_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command every target and workload option, collected into one `TargetOptions`
+    passed as its ``targets`` argument (typer has no option groups; this keeps one list)."""
+    signature = inspect.signature(func)
+    own = [p for p in signature.parameters.values() if p.name != "targets"]
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+        for name, (kind, option) in _OPTIONS.items()
+    ]
+    keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        options = TargetOptions(**{name: kwargs.pop(name) for name in _OPTIONS})
+        return func(targets=options, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=keyword[:1] + extra + keyword[1:])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {
+        **{k: v for k, v in func.__annotations__.items() if k != "targets"},
+        **{name: kind for name, (kind, _) in _OPTIONS.items()},
+    }
+    return wrapper

@@ -23,7 +23,7 @@ import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from stortune.cli import targets
+from stortune.cli import targets as target_options
 from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, print_json
 from stortune.cli.run import run_with_progress
 from stortune.datasets import METRIC_PREFIX, Dataset, from_frame
@@ -196,21 +196,12 @@ def verify_with_progress(
 
 def register(app: typer.Typer) -> None:
     @app.command("tune")
+    @target_options.with_target_options
     def tune_command(
+        targets: target_options.TargetOptions,
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
-        target: str = targets.TARGET,
-        workload: list[str] = targets.WORKLOAD,
-        runtime: float = targets.RUNTIME,
-        image_size: str = targets.IMAGE_SIZE,
-        device: str = targets.DEVICE,
-        destroy_data: bool = targets.DESTROY_DATA,
-        memory_limit: str = targets.MEMORY_LIMIT,
-        command: str = targets.COMMAND,
-        output: str = targets.OUTPUT,
-        dataset: str = targets.DATASET,
-        nearest: bool = targets.NEAREST,
-        model: str = targets.MODEL,
-        check_disturbance: bool = targets.CHECK_DISTURBANCE,
+        check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        reference_every: int = target_options.REFERENCE_EVERY,
         tuner: str = typer.Option(
             DEFAULT_TUNER, help=f"One of {', '.join(tuner_names())} (bo: SAPPHIRE's GP-BO)."
         ),
@@ -292,21 +283,8 @@ def register(app: typer.Typer) -> None:
                 if not space or not specs:
                     raise StortuneError("a new campaign needs --space and --objective")
                 whole = load_space(space)
-                kind = targets.target_kind(target, command, dataset, model)
-                built = targets.build_target(
-                    kind,
-                    whole,
-                    command=command,
-                    output=output,
-                    dataset=dataset,
-                    nearest=nearest,
-                    model=model,
-                    image_size=image_size,
-                    device=device,
-                    destroy_data=destroy_data,
-                    memory_limit=memory_limit,
-                )
-                loads = targets.build_workloads(kind, workload, runtime)
+                built = targets.build(whole)
+                loads = targets.workloads()
                 goal = Objective(specs[0].metric, specs[0].direction)
                 if len(specs) > 1:
                     given = parse_bounds(bounds)
@@ -330,6 +308,7 @@ def register(app: typer.Typer) -> None:
                     repetitions=repetitions,
                     timeout=timeout,
                     check_disturbance=disturbance,
+                    reference_every=target_options.reference_every(reference_every, built),
                 )
                 tuned_space = whole
                 if rank:
