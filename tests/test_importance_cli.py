@@ -127,3 +127,48 @@ def test_real_dataset_hsqldb() -> None:
     # Blowfish encryption dominates HSQLDB's run time: both methods put it first.
     assert carver.selected[0] == lasso.ranking[0] == "crypt_blowfish"
     assert carver.stop == "rsd" and carver.steps[-1].best_rsd < 0.02
+
+
+LIVE_SPACE = """
+name: live
+parameters:
+  strong: {type: ordinal, values: [1, 2, 3, 4], default: 1}
+  weak: {type: ordinal, values: [1, 2, 3, 4], default: 1}
+  null: {type: categorical, values: [a, b], default: a}
+"""
+
+
+def test_rank_with_a_budget_measures_a_latin_hypercube_then_ranks(tmp_path: Path) -> None:
+    """`rank --budget N` on a live command target: N configs measured (and stored), the
+    strong parameter ranked first, the metric relative to the reference runs."""
+    import sys
+
+    (tmp_path / "live.yaml").write_text(LIVE_SPACE)
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import json, sys\n"
+        "s, w = float(sys.argv[1]), float(sys.argv[2])\n"
+        "print(json.dumps({'ops': 100 * s ** 2 + 5 * w}))\n"
+    )
+    db = str(tmp_path / "live.db")
+    args = ["rank", "--budget", "16", "--space", str(tmp_path / "live.yaml")]
+    args += ["--command", f"{sys.executable} {script} {{strong}} {{weak}}", "-o", "ops:max"]
+    args += ["--store", db, "--name", "live", "--method", "lasso", "--no-check-disturbance"]
+    result = CliRunner().invoke(stortune_app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    ranking = json.loads(result.output)
+    assert ranking["metric"] == "ops_rel" and ranking["ranking"][0] == "strong"
+    again = CliRunner().invoke(stortune_app, ["rank", "--from", "live", "--store", db, "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["n_rows"] >= 16  # the sample is a stored campaign
+
+
+def test_rank_with_a_budget_needs_a_space() -> None:
+    import subprocess
+
+    from conftest import STORTUNE
+
+    argv = [*STORTUNE, "rank", "--budget", "8", "--command", "true"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: --budget needs --space (the parameters to sample)"

@@ -8,6 +8,8 @@ stored campaign, a live sampled budget) plug in here without touching the rankin
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,7 @@ import typer
 from rich.table import Table
 
 from stortune import importance
+from stortune.cli import targets as target_options
 from stortune.cli.common import (
     SOURCE_HELP,
     RawOption,
@@ -26,6 +29,7 @@ from stortune.cli.common import (
 from stortune.datasets import Dataset
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD
 from stortune.importance.common import RankError
+from stortune.store import Store
 
 if TYPE_CHECKING:
     from stortune.importance import CarverResult, LassoResult, StudyResult
@@ -59,6 +63,57 @@ def resolve_dataset(
     return dataset
 
 
+@dataclass
+class LiveSample:
+    """`rank --budget N`: a Latin hypercube of N configs measured through the experiment loop
+    (stored as a campaign like any other, so it can be ranked again or resumed)."""
+
+    space: str | None
+    objective: str | None
+    budget: int
+    repetitions: int
+    timeout: float
+
+    def measure(
+        self,
+        targets: target_options.TargetOptions,
+        store: str,
+        name: str | None,
+        check_disturbance: bool,
+        reference_every: int | None,
+        quiet: bool,
+    ) -> str:
+        """Measure the sample; returns the campaign's name."""
+        from stortune.cli.run import run_with_progress
+        from stortune.experiment import Experiment, LoopSettings, Objective
+        from stortune.space import load_space
+
+        if not self.space:
+            raise RankError("--budget needs --space (the parameters to sample)")
+        if self.budget < 2:
+            raise RankError(f"--budget must be at least 2 configs to rank, not {self.budget}")
+        objective = self.objective or ("total.bw_mbs:max" if targets.kind == "localfs" else None)
+        if not objective:
+            raise RankError(f"--budget on the {targets.kind} target needs --objective METRIC")
+        space = load_space(self.space)
+        built = targets.build(space)
+        settings = LoopSettings(
+            budget=self.budget,
+            repetitions=self.repetitions,
+            timeout=self.timeout,
+            check_disturbance=check_disturbance,
+            reference_every=target_options.reference_every(reference_every, built),
+        )
+        name = name or f"{space.name}-rank-{time.strftime('%Y%m%d-%H%M%S')}"
+        with Store(store) as db:
+            experiment = Experiment.start(
+                db, name, space, built, targets.workloads(), Objective.parse(objective), "lhs",
+                settings,
+            )  # fmt: skip
+            run_with_progress(experiment, quiet=quiet)
+        return name
+
+
 def parse_fractions(text: str) -> list[float]:
     try:
         fractions = [float(f) for f in text.split(",") if f.strip()]
@@ -72,8 +127,32 @@ def parse_fractions(text: str) -> list[float]:
 
 def register(app: typer.Typer) -> None:
     @app.command("rank")
+    @target_options.with_target_options
     def rank_command(
+        targets: target_options.TargetOptions,
         source: str = typer.Option(None, "--from", help=SOURCE_HELP),
+        budget: int = typer.Option(
+            None,
+            "--budget",
+            help="Instead of --from: measure this many configs of --space, a Latin hypercube, "
+            "on the target, then rank them.",
+        ),
+        space: str = typer.Option(None, "--space", "-s", help="--budget: space file or name."),
+        objective: str = typer.Option(
+            None,
+            "--objective",
+            "-o",
+            help="--budget: METRIC[:max|min] to measure [default: total.bw_mbs:max on localfs].",
+        ),
+        repetitions: int = typer.Option(
+            1, "--repetitions", "-r", help="--budget: runs per config."
+        ),
+        timeout: float = typer.Option(600.0, help="--budget: kill a run after this many seconds."),
+        check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        reference_every: int = target_options.REFERENCE_EVERY,
+        name: str = typer.Option(
+            None, "--name", help="--budget: campaign name (default: made up)."
+        ),
         method: str = typer.Option("carver", "--method", help="carver or lasso."),
         metric: str = MetricOption,
         stop: str = typer.Option(
@@ -83,20 +162,33 @@ def register(app: typer.Typer) -> None:
         rsd: float = typer.Option(DEFAULT_RSD, "--rsd", help="RSD threshold of --stop rsd."),
         bins: int = BinsOption,
         plots: Path = typer.Option(None, "--plots", help="Write PNG and SVG figures here."),
-        workload: str = WorkloadFilterOption,
         raw: bool = RawOption,
         store: str = StoreOption,
         json_out: bool = JsonOption,
     ) -> None:
-        """Rank parameters by importance: Carver's greedy variance reduction or Lasso.
+        """Rank parameters by importance: Carver's greedy variance reduction or Lasso, on a
+        dataset file, a stored campaign, or configs measured now (--budget).
 
         Runs of a campaign with reference runs are ranked by their value relative to the
-        reference measured around them (drift-corrected); --raw ranks absolute values.
+        reference measured around them (drift-corrected); --raw ranks absolute values. With
+        several workloads in the data, --workload names the one to rank.
 
         Example: stortune rank --from runs.csv --method carver --stop rsd --plots figs/
 
         Example: stortune rank --from localfs-lhs200 --workload fileserver --method lasso
+
+        Example: stortune rank --budget 40 --space localfs -w mailserver --runtime 5
         """
+        if len(targets.workload) > 1:
+            raise RankError("rank one workload at a time: give --workload once")
+        workload = targets.workload[0] if targets.workload else None
+        if budget is not None:
+            if source is not None:
+                raise RankError("give --from or --budget, not both")
+            live = LiveSample(space, objective, budget, repetitions, timeout)
+            source = live.measure(
+                targets, store, name, check_disturbance, reference_every, json_out
+            )
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins)
         written = importance.write_plots(dataset, result, plots) if plots else []
