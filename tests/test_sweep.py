@@ -196,3 +196,5 @@ def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandT
     Sweep.resume(store, "r").run()
     slot = store.trial_runs(trial.id)
     assert [r.status for r in slot] == ["ok"]
+    kept = slot[0].info["replaced_disturbed"]  # what the placeholder measured is not lost
+    assert kept[0]["reason"] == "another benchmark" and kept[0]["metrics"] == {"mbs": 1.0}

@@ -347,16 +347,28 @@ class Store:
     ) -> int:
         """Record one finished run; committed before this returns. A run stored as disturbed
         in the same slot (trial, workload, repetition) is replaced: it was never a result, and
-        a resumed campaign measures that slot again."""
+        a resumed campaign measures that slot again. What it measured moves into the new run's
+        ``info['replaced_disturbed']``, so nothing measured is lost."""
+        info = dict(info or {})
         with self._tx() as conn:
-            conn.execute(
-                runs.delete().where(
-                    runs.c.trial_id == trial_id,
-                    runs.c.workload == workload,
-                    runs.c.repetition == repetition,
-                    runs.c.status == DISTURBED,
-                )
+            slot = (
+                runs.c.trial_id == trial_id,
+                runs.c.workload == workload,
+                runs.c.repetition == repetition,
+                runs.c.status == DISTURBED,
             )
+            earlier = conn.execute(sa.select(runs).where(*slot)).all()
+            if earlier:
+                info["replaced_disturbed"] = [
+                    {
+                        "reason": row.error,
+                        "metrics": row.metrics,
+                        "started_at": row.started_at,
+                        "attempts": (row.info or {}).get("disturbed_attempts", []),
+                    }
+                    for row in earlier
+                ]
+                conn.execute(runs.delete().where(*slot))
             result = conn.execute(
                 runs.insert().values(
                     campaign_id=campaign_id,
@@ -366,7 +378,7 @@ class Store:
                     status=status,
                     metrics=_jsonable(metrics),
                     error=error,
-                    info=_jsonable(info or {}),
+                    info=_jsonable(info),
                     started_at=started_at,
                     ended_at=ended_at,
                 )
