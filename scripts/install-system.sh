@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev postgresql)
 packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target (issue #8)
+packages+=(chromium)  # the report's browser test (issue #9)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "profile",
     "ceph",
     "tune",
+    "report",
     "demo",
 ]
 

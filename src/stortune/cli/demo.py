@@ -113,27 +113,27 @@ def register(app: typer.Typer) -> None:
                     repetitions=3,
                     timeout=settings.timeout,
                 )
-                headline = (
-                    f"{where}: {1 + gain.gain:.2f}x throughput over default "
-                    f"(90% CI {1 + gain.ci_low:.2f}-{1 + gain.ci_high:.2f}), {outcome.trials} "
-                    f"evaluations, best config changes {changed}"
-                )
+                finding = f"best config changes {changed}"
             else:
-                headline = f"{where}: no config beat the default in {outcome.trials} evaluations"
-            report = write_report(db, name, out, gain, headline)
+                finding = f"no config beat the default in {outcome.trials} evaluations"
+            note("writing the report ...", highlight=False)
+            # As root the headline names the workload and the winning file system itself.
+            report = write_report(db, name, out, subject="" if root else where)
         if json_out:
             print_json(
                 {
                     "campaign": name,
                     "store": str(out / "demo.db"),
-                    "report": str(report),
-                    "headline": headline,
+                    "report": str(report.path),
+                    "headline": report.headline,
+                    "finding": finding,
                     "gain": gain.to_dict() if gain else None,
                 }
             )
             return
-        console.print(headline, highlight=False)
-        console.print(f"report: {report.resolve()}", highlight=False)
+        console.print(report.headline, highlight=False, soft_wrap=True)
+        console.print(finding, highlight=False, soft_wrap=True)
+        console.print(f"report: {report.path.resolve()}", highlight=False)
         console.print(
             f"store:  {(out / 'demo.db').resolve()}  (try: stortune show {name} "
             f"--store {out / 'demo.db'})",

@@ -1,68 +1,97 @@
-"""`write_report`: one self-contained HTML page for a campaign (template, inline SVG plots)."""
+"""`write_report`: one self-contained HTML page for a campaign.
+
+The page is a jinja2 template with the CSS inline and every plot as inline SVG: it opens from
+a file, a mail attachment or a CI artifact with no network and nothing beside it.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from stortune import __version__
-from stortune.report.plots import tuning_curve
-from stortune.space import parse_space
+from stortune.report.context import load_context
+from stortune.report.headline import headline as make_headline
+from stortune.report.sections import Section, build_sections
 from stortune.store import Store
-from stortune.verify import Gain
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("stortune.report", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
+    undefined=jinja2.StrictUndefined,
 )
-_ENV_KEYS = ("hostname", "kernel", "os", "cpu", "cores", "memory_mb", "fio")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def prose(text: str) -> Markup:
+    """A sentence escaped, with `command` spans shown as code."""
+    return Markup(_CODE.sub(r"<code>\1</code>", str(escape(text))))
+
+
+_ENV.filters["prose"] = prose
+
+
+@dataclass
+class Report:
+    """A written report: where it is, its headline and its sections."""
+
+    campaign: str
+    path: Path
+    headline: str
+    sections: list[Section]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (NaN as null), SVG text left out."""
+        from stortune.importance.common import jsonable
+
+        return jsonable(
+            {
+                "campaign": self.campaign,
+                "report": str(self.path),
+                "headline": self.headline,
+                "sections": [s.to_dict() for s in self.sections],
+            }
+        )
+
+
+def file_name(campaign: str) -> str:
+    """A campaign name made safe as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", campaign).strip("._") or "campaign"
 
 
 def write_report(
     store: Store,
     campaign_name: str,
     out_dir: Path,
-    gain: Gain | None = None,
-    headline: str = "",
-) -> Path:
-    """Write `<out_dir>/<campaign>.html` and return its path."""
-    c = store.campaign(campaign_name)
-    trials = store.trials(c.id)
-    space = parse_space(c.space_yaml, f"campaign {c.name!r}")
-    values = [t.value for t in trials]
-    default = next((t.value for t in trials if (t.info or {}).get("source") == "default"), None)
-    ok = [t for t in trials if t.value is not None]
-    pick = max if c.direction == "max" else min
-    best = pick(ok, key=lambda t: t.value) if ok else None
-    envs = store.environments(c.id)
-    env = {k: envs[-1].get(k) for k in _ENV_KEYS if envs and envs[-1].get(k) is not None}
-    workloads = ", ".join(w.get("job", w.get("name", "?")) for w in c.workload.get("workloads", []))
+    *,
+    workload: str | None = None,
+    profile: dict[str, Any] | None = None,
+    profile_source: str = "",
+    subject: str = "",
+) -> Report:
+    """Write `<out_dir>/<campaign>.html` (a verify campaign reports the campaign it verified).
+
+    `workload` picks the workload analysed when the campaign ran several (default: the first);
+    `profile` is a device profile (`stortune profile` JSON) when the store holds none;
+    `subject` names what was measured in the headline (default: workloads on file system).
+    """
+    ctx = load_context(store, campaign_name, workload, profile, profile_source, subject)
+    sections = build_sections(ctx)
+    headline = make_headline(ctx)
     html = _ENV.get_template("campaign.html.j2").render(
-        c=c,
-        trials=trials,
-        space=space,
-        env=env,
-        workloads=workloads,
-        gain=gain,
-        best_config=best.config if best else None,
-        headline=headline or _headline(c.name, len(trials), best, c.metric),
-        curve=tuning_curve(
-            values, c.direction, c.metric, default, [t.seq for t in trials if t.value is None]
-        )
-        if ok
-        else "",
-        runs_ok=sum(r.status == "ok" for t in trials for r in t.runs),
-        runs_failed=sum(r.status != "ok" for t in trials for r in t.runs),
+        c=ctx.campaign,
+        headline=headline,
+        sections=sections,
         version=__version__,
+        written=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{c.name}.html"
-    path.write_text(html)
-    return path
-
-
-def _headline(name: str, evaluations: int, best: object, metric: str) -> str:
-    if best is None:
-        return f"{name}: {evaluations} evaluations, none successful"
-    return f"{name}: best {metric} {best.value:.4g} after {evaluations} evaluations"
+    path = out_dir / f"{file_name(ctx.campaign.name)}.html"
+    path.write_text(html, encoding="utf-8")
+    return Report(ctx.campaign.name, path, headline, sections)

@@ -1,0 +1,89 @@
+"""The one line a person remembers: what, where, how much better, after how many evaluations,
+and which parameters mattered ("fileserver on ext4: 1.80x throughput over default, ...")."""
+
+from __future__ import annotations
+
+import math
+
+from stortune.reference import is_reference
+from stortune.report.context import Context
+from stortune.report.sections import best_trial, default_value
+
+WORDS = (
+    (("bw", "mbs", "thr", "bandwidth"), "throughput"),
+    (("iops",), "IOPS"),
+    (("lat", "_ms", "_us"), "latency"),
+)
+
+
+def metric_word(metric: str) -> str:
+    """What a reader calls the metric (total.bw_mbs is throughput)."""
+    low = metric.lower()
+    for keys, word in WORDS:
+        if any(k in low for k in keys):
+            return word
+    return metric
+
+
+def subject(ctx: Context) -> str:
+    """'<workloads> on <file system or space>', or what the caller named it."""
+    if ctx.subject:
+        return ctx.subject
+    names = [w.get("name") or w.get("job") for w in ctx.campaign.workload.get("workloads", [])]
+    who = "+".join(n for n in names if n) or ctx.campaign.name
+    best = best_trial(ctx)
+    where = (best.config.get("fs") if best else None) or ctx.campaign.space_name
+    return f"{who} on {where}"
+
+
+def headline(ctx: Context) -> str:
+    """Needs the sections built first (the top parameters come from the importance section)."""
+    c = ctx.campaign
+    n = sum(not is_reference(t) for t in ctx.trials)
+    head = subject(ctx)
+    if not ctx.trials:
+        return f"{head}: no evaluations yet"
+    if c.kind == "sweep":
+        return f"{head}: " + ", ".join([sweep_progress(ctx, n), *top_parameters(ctx)])
+    if not ctx.ok_trials:
+        return f"{head}: none of {n} evaluations succeeded"
+    word = metric_word(c.metric)
+    parts = []
+    gain = ctx.gain
+    if gain is not None:
+        text = _times(1 + gain.gain, word, c.direction)
+        low, high = 1 + gain.ci_low, 1 + gain.ci_high
+        if math.isfinite(low) and math.isfinite(high):
+            text += f" ({gain.confidence:.0%} CI {low:.2f}-{high:.2f})"
+        parts.append(text)
+    else:
+        best, default = best_trial(ctx), default_value(ctx)
+        if best is not None and default and best.value:
+            ratio = best.value / default if c.direction == "max" else default / best.value
+            parts.append(_times(ratio, word, c.direction) + " (not re-measured)")
+        elif best is not None:
+            parts.append(f"best {c.metric} {best.value:.4g}")
+    parts.append(f"{n} evaluations")
+    parts += top_parameters(ctx)
+    return f"{head}: " + ", ".join(parts)
+
+
+def top_parameters(ctx: Context) -> list[str]:
+    top = ctx.cache.get("top") or []
+    return ["top parameters: " + ", ".join(top[:3])] if top else []
+
+
+def sweep_progress(ctx: Context, configs: int) -> str:
+    """A sweep's trials finish only with their last repetition: count its runs instead."""
+    design = [t for t in ctx.trials if not is_reference(t)]
+    ok = sum(r.status == "ok" for t in design for r in t.runs)
+    reps = int(ctx.campaign.settings.get("repetitions", 1))
+    planned = configs * reps * max(1, len(ctx.campaign.workload.get("workloads", [])))
+    done = "finished" if ctx.campaign.status == "finished" else ctx.campaign.status
+    return f"sweep of {configs} configs ({done}), {ok} of {planned} runs measured"
+
+
+def _times(ratio: float, word: str, direction: str) -> str:
+    if direction == "max":
+        return f"{ratio:.2f}x {word} over default"
+    return f"{ratio:.2f}x lower {word} than default"

@@ -1,0 +1,717 @@
+"""The report's sections, one builder each: `Context` in, one `Section` out.
+
+A section with nothing to show carries the sentence saying why (`missing`) instead of failing:
+a campaign with no runs, with only failed runs, without an analysis table or a verification is
+still worth a page. `build_sections` also turns an unexpected error inside one builder into
+such a sentence, so one broken analysis never costs the reader the rest of the page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stortune.reference import is_reference
+from stortune.report import plots
+from stortune.report.context import MIN_CONFIGS, Context
+from stortune.store import Trial
+
+MAX_TRIAL_ROWS = 200
+MAX_SIBLINGS = 5
+MODEL_TECHNIQUES = ("linear", "cart", "m5")
+MODEL_FOLDS = 5
+CARVER_STOP = {
+    "rsd": "the best cell's RSD fell below the threshold",
+    "top-n": "the requested number of parameters was reached",
+    "no-reduction": "no remaining parameter reduces the variance of any cell",
+    "exhausted": "every parameter is selected",
+}
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"caption": self.caption, "columns": self.columns, "rows": self.rows}
+
+
+@dataclass
+class Plot:
+    id: str
+    caption: str
+    svg: str
+
+
+@dataclass
+class Section:
+    """One part of the page: sentences, tables, plots (side by side when `columns`), a code
+    block; or `missing`, the sentence saying why there is nothing to show."""
+
+    id: str
+    title: str
+    text: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
+    code: str = ""
+    missing: str = ""
+    columns: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything but the SVG text, for --json."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "missing": self.missing or None,
+            "text": self.text,
+            "tables": [t.to_dict() for t in self.tables],
+            "plots": [p.id for p in self.plots],
+            "code": self.code or None,
+            "data": self.data,
+        }
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def fmt(value: Any) -> str:
+    """A cell: numbers to 4 significant digits, None as a dash."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float | np.floating):
+        return "-" if not np.isfinite(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def source_of(trial: Trial) -> str:
+    return str((trial.info or {}).get("source") or (trial.info or {}).get("label") or "tuner")
+
+
+def changes(config: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of `config` that differ from the default config."""
+    return {k: v for k, v in config.items() if k in default and default[k] != v}
+
+
+def _default_config(ctx: Context) -> dict[str, Any]:
+    return ctx.space.default_config() if ctx.space is not None else {}
+
+
+def best_trial(ctx: Context) -> Trial | None:
+    """The best successful evaluation in the objective's direction."""
+    ok = ctx.ok_trials
+    if not ok:
+        return None
+    sign = 1 if ctx.campaign.direction == "max" else -1
+    return max(ok, key=lambda t: sign * t.value)
+
+
+def default_value(ctx: Context) -> float | None:
+    return next((t.value for t in ctx.trials if source_of(t) == "default"), None)
+
+
+def tuner_values(trials: Sequence[Trial]) -> list[float | None]:
+    """Each evaluation's value in order; reference-config trials are not evaluations."""
+    return [t.value for t in trials if not is_reference(t)]
+
+
+# ---- sections -----------------------------------------------------------------------------
+def environment_section(ctx: Context) -> Section:
+    """What ran, on which target and workload, and on what machine."""
+    c = ctx.campaign
+    section = Section("measured", "What was measured, and where")
+    runs = ctx.runs
+    counts = {s: sum(r.status == s for r in runs) for s in sorted({r.status for r in runs})}
+    workloads = [w.get("name") or w.get("job") or w.get("kind", "?") for w in _workloads(ctx)]
+    rows = [
+        ["campaign", f"{c.name} (kind {c.kind}, {c.status})"],
+        ["target", _target_text(c.target)],
+        ["workloads", ", ".join(workloads) or "the target's own (no separate workload)"],
+        ["objective", f"{c.metric} ({'higher' if c.direction == 'max' else 'lower'} is better)"],
+        ["tuner", f"{c.tuner} (seed {c.seed})" if c.tuner else "-"],
+        ["space", c.space_name],
+        ["evaluations", str(len(ctx.trials))],
+        ["runs", ", ".join(f"{n} {s}" for s, n in counts.items()) or "none"],
+        ["started", _when(c.created_at)],
+        ["last update", _when(c.updated_at)],
+    ]
+    if ctx.analysis is not None:
+        from stortune.sources import describe_metric
+
+        rows.append(["analysed", f"{describe_metric(ctx.analysis.metric)}"])
+    section.tables.append(Table(["", ""], rows, "campaign"))
+    envs = ctx.store.environments(c.id)
+    if envs:
+        env = envs[-1]
+        keys = ("hostname", "kernel", "os", "cpu", "cores", "memory_mb", "python", "fio", "root")
+        machine = [[k, fmt(env[k])] for k in keys if env.get(k) not in (None, "")]
+        disks = env.get("disks") or {}
+        if disks:
+            machine.append(["disks", "; ".join(_disk_text(n, d) for n, d in disks.items())])
+        if env.get("loadavg") is not None:
+            machine.append(["load average at start", fmt(env["loadavg"])])
+        section.tables.append(Table(["", ""], machine, "machine"))
+        hosts = {(e.get("hostname"), e.get("kernel")) for e in envs}
+        if len(hosts) > 1:
+            section.text.append(
+                f"The campaign ran in {len(envs)} sessions on {len(hosts)} different machines "
+                "or kernels; the latest is shown."
+            )
+    else:
+        section.text.append("No machine fingerprint was recorded (an imported dataset).")
+    section.data = {"runs": counts, "workloads": workloads}
+    return section
+
+
+def _workloads(ctx: Context) -> list[dict[str, Any]]:
+    return list(ctx.campaign.workload.get("workloads", []) or [])
+
+
+def _target_text(target: dict[str, Any]) -> str:
+    parts = [str(target.get("kind", "?"))]
+    for key, value in target.items():
+        scalar = isinstance(value, str | int | float | bool) and value != ""
+        if key != "kind" and scalar:
+            parts.append(f"{key}={value}")
+        elif key in ("argv", "command") and isinstance(value, list):
+            parts.append(f"{key}={' '.join(map(str, value))}")
+    return ", ".join(parts)
+
+
+def _disk_text(name: str, disk: dict[str, Any]) -> str:
+    kind = "HDD" if disk.get("rotational") else "SSD/virtual"
+    return f"{name}: {disk.get('model') or '?'}, {kind}, {fmt(disk.get('size_gb'))} GB"
+
+
+def space_section(ctx: Context) -> Section:
+    """The parameters that were varied, their domains and defaults, and the constraints."""
+    if ctx.space is None:
+        return Section("space", "The space", missing=ctx.space_note)
+    space = ctx.space
+    best = best_trial(ctx)
+    section = Section("space", f"The space: {space.name}")
+    rows = [
+        [
+            p.name,
+            p.kind.value,
+            p.domain_text(),
+            fmt(p.default),
+            p.unit or "",
+            p.layer or "",
+            p.cost.value,
+            fmt(best.config.get(p.name)) if best else "-",
+        ]
+        for p in space.parameters
+    ]
+    columns = ["parameter", "type", "domain", "default", "unit", "layer", "a change needs", "best"]
+    section.tables.append(Table(columns, rows))
+    section.text += [f"Constraint: {c.describe()}" for c in space.constraints]
+    section.data = {"parameters": len(space.parameters), "constraints": len(space.constraints)}
+    return section
+
+
+def runs_section(ctx: Context) -> Section:
+    """Every run in the order it ran: drift, failures and disturbed runs show up here."""
+    section = Section("runs", "Runs over time")
+    metric = ctx.campaign.metric
+    runs = [
+        {
+            "started_at": r.started_at,
+            "status": r.status,
+            "workload": r.workload,
+            "value": r.metrics.get(metric),
+            "reference": is_reference(t),
+            "default": source_of(t) == "default",
+        }
+        for t in ctx.trials
+        for r in t.runs
+    ]
+    if not runs:
+        section.missing = "The campaign has no runs yet: nothing was measured."
+        return section
+    ok = sum(r["status"] == "ok" for r in runs)
+    disturbed = sum(r["status"] == "disturbed" for r in runs)
+    failed = len(runs) - ok - disturbed
+    section.text.append(
+        f"{len(runs)} runs: {ok} ok, {failed} failed, {disturbed} disturbed (redone and still "
+        "disturbed). Failed and disturbed runs have no value; they are marked along the bottom."
+    )
+    if not ok:
+        section.text.append(
+            "No run succeeded, so no analysis below has data; the errors are listed here."
+        )
+    if len({r["started_at"] for r in runs}) > 1:
+        svg = plots.runs_over_time(runs, metric)
+        section.plots.append(Plot("plot-runs", f"{metric} of each run against time", svg))
+    else:
+        section.text.append("The runs carry no measurement times (an imported dataset): no plot.")
+    errors: dict[str, int] = {}
+    for t in ctx.trials:
+        for r in t.runs:
+            if r.status != "ok":
+                text = (r.error or r.status).strip().splitlines()
+                key = (text[-1] if text else r.status)[:160]
+                errors[key] = errors.get(key, 0) + 1
+        if t.status != "ok" and not t.runs and t.error:
+            errors[t.error[:160]] = errors.get(t.error[:160], 0) + 1
+    if errors:
+        top = sorted(errors.items(), key=lambda kv: -kv[1])[:8]
+        section.tables.append(
+            Table(["error", "runs"], [[e, str(n)] for e, n in top], "why runs failed")
+        )
+    section.data = {"ok": ok, "failed": failed, "disturbed": disturbed}
+    return section
+
+
+def importance_section(ctx: Context) -> Section:
+    """Carver's greedy steps beside the Lasso path, from the campaign's own runs."""
+    from stortune.errors import StortuneError
+    from stortune.importance.carver import rank_carver
+    from stortune.importance.lasso import rank_lasso
+
+    section = Section("importance", "Which parameters matter", columns=True)
+    analysis = ctx.analysis
+    if analysis is None:
+        section.missing = f"No importance analysis: {ctx.analysis_note}"
+        return section
+    n = analysis.n_configs
+    if n < MIN_CONFIGS:
+        section.missing = (
+            f"No importance analysis: only {n} distinct configs were measured successfully, "
+            f"and ranking needs at least {MIN_CONFIGS} (sweep or tune with a larger budget)."
+        )
+        return section
+    dataset, metric = analysis.dataset, analysis.metric
+    section.text.append(
+        f"{n} distinct configs of workload {analysis.workload or '-'}, metric {metric} "
+        "(repetitions averaged)." + _other_workloads(analysis)
+    )
+    top: list[str] = []
+    try:
+        carver = rank_carver(dataset, metric)
+    except (StortuneError, ValueError) as exc:
+        section.text.append(f"Carver could not rank these runs: {exc}")
+    else:
+        rows = [
+            [
+                str(i),
+                s.param,
+                f"{s.kind} {s.score:.3g}",
+                fmt(s.best_values.get(s.param)),
+                fmt(s.best_mean),
+                "-" if not np.isfinite(s.best_rsd) else f"{s.best_rsd:.1%}",
+                str(s.best_size),
+            ]
+            for i, s in enumerate(carver.steps, start=1)
+        ]
+        columns = ["#", "parameter", "score", "best value", "cell mean", "cell RSD", "configs"]
+        section.tables.append(Table(columns, rows, "Carver: greedy selection"))
+        stop = CARVER_STOP.get(carver.stop, carver.stop)
+        if not carver.steps:
+            stop = "the metric's RSD is already below the threshold: no parameter stands out"
+        section.text.append(f"Carver stopped after {len(carver.steps)} step(s): {stop}.")
+        if carver.steps:
+            section.plots.append(
+                Plot("plot-carver", "Carver: PI/CPI at each step", plots.carver_steps(carver.steps))
+            )
+        top = carver.selected
+        section.data["carver"] = carver.selected
+    try:
+        lasso = rank_lasso(dataset, metric)
+    except (StortuneError, ValueError) as exc:
+        section.text.append(f"Lasso could not rank these runs: {exc}")
+    else:
+        rows = [
+            [
+                str(i),
+                p,
+                "never" if lasso.entry_alpha[p] is None else f"{lasso.entry_alpha[p]:.3g}",
+                f"{abs(lasso.coef[p]):.3g}",
+            ]
+            for i, p in enumerate(lasso.ranking[:10], start=1)
+        ]
+        columns = ["#", "parameter", "enters at alpha", "|coef| at CV alpha"]
+        section.tables.append(Table(columns, rows, "Lasso: order of entry"))
+        section.plots.append(
+            Plot(
+                "plot-lasso",
+                "Lasso coefficient paths",
+                plots.lasso_path(
+                    lasso.alphas, lasso.path, lasso.column_param, lasso.ranking, lasso.alpha_cv
+                ),
+            )
+        )
+        entered = [p for p in lasso.ranking if lasso.entry_alpha[p] is not None]
+        top = top or entered[:3]
+        section.data["lasso"] = lasso.ranking[:10]
+    ctx.cache["top"] = top
+    return section
+
+
+def _other_workloads(analysis: Any) -> str:
+    others = [w for w in analysis.workloads if w != analysis.workload]
+    if not others:
+        return ""
+    return f" The campaign also ran {', '.join(others)}: choose with `--workload`."
+
+
+def tuning_section(ctx: Context) -> Section:
+    """Best so far against evaluations, for this campaign and any tuner compared with it."""
+    c = ctx.campaign
+    section = Section("tuning", "Tuning curve")
+    if not ctx.trials:
+        section.missing = "No evaluations yet: there is no curve to draw."
+        return section
+    if not ctx.ok_trials:
+        section.missing = (
+            f"None of the {len(ctx.trials)} evaluations succeeded: there is no curve to draw."
+        )
+        return section
+    if c.kind == "dataset":
+        section.missing = (
+            "An imported dataset was not tuned: its configs have no order of evaluation, so "
+            "there is no tuning curve."
+        )
+        return section
+    mine = tuner_values(ctx.trials)
+    curves = {f"{c.name} ({c.tuner or c.kind})": mine}
+    rows = [_curve_row(c.name, c.tuner or c.kind, mine, c.direction)]
+    for other in siblings(ctx):
+        values = tuner_values(ctx.store.trials(other.id))
+        if any(v is not None for v in values):
+            curves[f"{other.name} ({other.tuner})"] = values
+            rows.append(_curve_row(other.name, other.tuner, values, c.direction))
+    remeasured = (ctx.gain.default_mean, ctx.gain.best_mean) if ctx.gain else None
+    failed = [i for i, v in enumerate(mine) if v is None]
+    svg = plots.tuning_curves(curves, c.direction, c.metric, default_value(ctx), remeasured, failed)
+    section.plots.append(Plot("plot-tuning", "best so far against evaluations", svg))
+    columns = ["campaign", "tuner", "evaluations", "best", "first reached at"]
+    section.tables.append(Table(columns, rows))
+    if len(curves) > 1:
+        section.text.append(
+            "Other campaigns of the store that tuned the same space, workload and objective are "
+            "drawn for comparison."
+        )
+    if ctx.gain is not None:
+        section.text.append(f"Re-measured side by side: {ctx.gain.text()}")
+    else:
+        section.text.append(
+            "The best value is the maximum of noisy measurements and overstates the gain until "
+            "default and best are re-measured side by side (see below)."
+        )
+    section.data = {"evaluations": len(mine), "compared": list(curves)}
+    return section
+
+
+def siblings(ctx: Context) -> list[Any]:
+    """Tuning campaigns of the same space, workloads and objective (other tuners)."""
+    c = ctx.campaign
+    found = [
+        o
+        for o in ctx.store.campaigns()
+        if o.name != c.name
+        and o.kind == "tune"
+        and o.space_name == c.space_name
+        and o.objective == c.objective
+        and o.workload == c.workload
+    ]
+    return found[-MAX_SIBLINGS:]
+
+
+def _curve_row(name: str, tuner: str, values: list[float | None], direction: str) -> list[str]:
+    curve = plots.best_so_far(values, direction)
+    final = curve[-1] if curve else float("nan")
+    reached = next((i + 1 for i, v in enumerate(curve) if v == final), None)
+    return [name, tuner, str(len(values)), fmt(final), fmt(reached)]
+
+
+def verification_section(ctx: Context) -> Section:
+    """Default and best measured again, interleaved: the gain with its confidence interval."""
+    section = Section("verification", "Default and best, re-measured")
+    gain = ctx.gain
+    if gain is None:
+        if ctx.verification is not None:
+            section.missing = (
+                f"The verification campaign {ctx.verification.name} has no successful "
+                "re-measurement of both the default and the best config, so there is no gain."
+            )
+        else:
+            section.missing = (
+                "Not re-measured: the gain over the default is unknown (tune with --verify N, "
+                "as `stortune demo` does, to measure it with a confidence interval)."
+            )
+        return section
+    section.tables.append(
+        Table(
+            ["config", "runs", f"mean {gain.metric}"],
+            [
+                ["default", str(gain.n_default), fmt(gain.default_mean)],
+                ["best", str(gain.n_best), fmt(gain.best_mean)],
+            ],
+        )
+    )
+    section.text.append(gain.text())
+    if gain.gain <= 0:
+        section.text.append("Measured again, the best config was no better than the default.")
+    section.data = gain.to_dict()
+    return section
+
+
+def models_section(ctx: Context) -> Section:
+    """How well a few fast regression techniques predict the metric (cross-validated)."""
+    section = Section("models", "Model accuracy")
+    analysis = ctx.analysis
+    if analysis is None:
+        section.missing = f"No models: {ctx.analysis_note}"
+        return section
+    n = analysis.n_configs
+    if n < MIN_CONFIGS:
+        section.missing = (
+            f"No models: only {n} distinct configs were measured successfully, and a "
+            f"cross-validated model needs at least {MIN_CONFIGS}."
+        )
+        return section
+    results = cross_validate(analysis.configs, analysis.metric)
+    rows = [
+        [
+            name,
+            "-" if not np.isfinite(r["r2"]) else f"{r['r2']:.3f}",
+            "-" if not np.isfinite(r["mre"]) else f"{r['mre']:.1%}",
+            f"{r['s']:.2f}",
+        ]
+        for name, r in results.items()
+    ]
+    folds = min(MODEL_FOLDS, n)
+    section.tables.append(Table(["technique", "CV R²", "CV mean relative error", "seconds"], rows))
+    section.text.append(
+        f"{folds}-fold cross-validation over {n} distinct configs of workload "
+        f"{analysis.workload or '-'}, hyperparameters at their defaults; `stortune model` tunes "
+        "and evaluates them fully." + _other_workloads(analysis)
+    )
+    for name, r in results.items():
+        if "error" in r:
+            section.text.append(f"{name} could not be fitted: {r['error']}")
+    fitted = {k: r for k, r in results.items() if "predicted" in r}
+    if fitted:
+        name = max(fitted, key=lambda k: fitted[k]["r2"] if np.isfinite(fitted[k]["r2"]) else -1e9)
+        svg = plots.predicted_vs_measured(
+            fitted[name]["measured"], fitted[name]["predicted"], analysis.metric
+        )
+        section.plots.append(
+            Plot("plot-models", f"{name}: out-of-fold predictions against measurements", svg)
+        )
+    section.data = {k: {"r2": r["r2"], "mre": r["mre"]} for k, r in results.items()}
+    return section
+
+
+def cross_validate(configs: Any, metric: str) -> dict[str, dict[str, Any]]:
+    """Out-of-fold predictions of each technique in `MODEL_TECHNIQUES`: R², MRE, seconds."""
+    from sklearn.base import clone
+    from threadpoolctl import threadpool_limits
+
+    from stortune.models import technique
+    from stortune.models.metrics import mean_relative_error, r2
+    from stortune.models.search import cv_folds
+
+    frame = configs.frame.dropna(subset=[metric]).reset_index(drop=True)
+    X, y = frame[configs.params], frame[metric].to_numpy(dtype=float)
+    folds = cv_folds(len(frame), MODEL_FOLDS)
+    out: dict[str, dict[str, Any]] = {}
+    for name in MODEL_TECHNIQUES:
+        started = time.perf_counter()
+        predicted = np.full(len(y), np.nan)
+        try:
+            tech = technique(name)
+            tech.check()
+            with threadpool_limits(limits=1):
+                for train, test in folds:
+                    model = clone(tech.make()).fit(X.iloc[train], y[train])
+                    predicted[test] = model.predict(X.iloc[test])
+        except Exception as exc:  # noqa: BLE001 - one technique failing must not lose the others
+            out[name] = {"r2": float("nan"), "mre": float("nan"), "s": 0.0, "error": str(exc)}
+            continue
+        out[name] = {
+            "r2": r2(y, predicted),
+            "mre": mean_relative_error(y, predicted),
+            "s": time.perf_counter() - started,
+            "measured": y,
+            "predicted": predicted,
+        }
+    return out
+
+
+def profile_section(ctx: Context) -> Section:
+    """The device's sequential-to-random throughput ratios (SeRRa), when a profile exists."""
+    section = Section("profile", "Device profile")
+    profile = ctx.profile
+    if not profile:
+        section.missing = (
+            "No device profile: the store holds no profile campaign (run `stortune profile DIR` "
+            "and pass its JSON with `stortune report --profile FILE`)."
+        )
+        return section
+    target = profile.get("target", {})
+    section.text.append(
+        f"{profile.get('mode', '?')} profile of {target.get('path', '?')} "
+        f"({fmt(profile.get('runs'))} runs, {fmt(profile.get('elapsed_s'))} s; "
+        f"from {ctx.profile_source or 'a file'}). A ratio of 3 means sequential access of that "
+        "request size is 3 times as fast as random access."
+    )
+    rows = []
+    for op, s in (profile.get("summary") or {}).items():
+        if s:
+            rows.append(
+                [
+                    op,
+                    fmt(s.get("mean")),
+                    f"{fmt(s.get('min'))} at {_size(s.get('min_size'))}",
+                    f"{fmt(s.get('max'))} at {_size(s.get('max_size'))}",
+                ]
+            )
+    section.tables.append(Table(["operation", "mean ratio", "lowest", "highest"], rows))
+    curve = profile.get("curve") or []
+    if curve:
+        section.plots.append(
+            Plot("plot-profile", "sequential/random ratio per size", plots.profile_ratios(curve))
+        )
+    section.data = {"summary": profile.get("summary"), "source": ctx.profile_source}
+    return section
+
+
+def _size(size: Any) -> str:
+    from stortune.profile.design import human_size
+
+    return human_size(int(size)) if isinstance(size, int | float) else "-"
+
+
+def recommended_config(ctx: Context) -> tuple[dict[str, Any] | None, str]:
+    """The verified best config, else the best evaluation, else the best config of the table."""
+    if ctx.verification is not None:
+        for trial in ctx.store.trials(ctx.verification.id):
+            if (trial.info or {}).get("label") == "best":
+                return dict(trial.config), f"verified in {ctx.verification.name}"
+    best = best_trial(ctx)
+    if best is not None:
+        return dict(best.config), f"the best of {len(ctx.ok_trials)} successful evaluations"
+    if ctx.analysis is not None:
+        configs = ctx.analysis.configs
+        frame = configs.frame.dropna(subset=[ctx.analysis.metric])
+        if len(frame):
+            column = frame[ctx.analysis.metric]
+            index = column.idxmax() if ctx.campaign.direction == "max" else column.idxmin()
+            row = frame.loc[index, configs.params]
+            return {k: _plain(v) for k, v in row.items()}, "the best measured config"
+    return None, ""
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def recommendation_section(ctx: Context) -> Section:
+    """The config to use, in the form the target takes it (mkfs/mount/sysctl, ceph.conf, ...)."""
+    from stortune.tuners.render import render, target_kind
+
+    section = Section("recommendation", "Recommended config")
+    config, why = recommended_config(ctx)
+    if config is None:
+        section.missing = "No recommendation: no evaluation succeeded."
+        return section
+    header = f"stortune recommendation from campaign {ctx.campaign.name} ({why})\n"
+    header += ctx.gain.text() if ctx.gain else f"{ctx.campaign.metric}: not re-measured"
+    if ctx.space is not None:
+        try:
+            section.code = render(target_kind(ctx.campaign.target), config, ctx.space, header)
+        except Exception as exc:  # noqa: BLE001 - a config the space no longer takes
+            section.text.append(f"The config cannot be rendered in the target's form: {exc}")
+    if not section.code:
+        lines = [f"# {line}" for line in header.splitlines()]
+        section.code = "\n".join([*lines, *(f"{k} = {v}" for k, v in config.items())]) + "\n"
+    changed = changes(config, _default_config(ctx))
+    section.text.insert(0, f"From {why}; {len(changed)} parameter(s) differ from the default.")
+    if changed:
+        default = _default_config(ctx)
+        rows = [[k, fmt(default.get(k)), fmt(v)] for k, v in changed.items()]
+        section.tables.append(Table(["parameter", "default", "recommended"], rows))
+    section.data = {"config": config, "changed": changed}
+    ctx.cache["changed"] = changed
+    ctx.cache["recommended"] = config
+    return section
+
+
+def evaluations_section(ctx: Context) -> Section:
+    """Every evaluation: its config (as changes from the default), status and value."""
+    section = Section("trials", "Evaluations")
+    if not ctx.trials:
+        section.missing = "This campaign has no evaluations yet."
+        return section
+    default = _default_config(ctx)
+    rows = []
+    for t in ctx.trials[:MAX_TRIAL_ROWS]:
+        ok = sum(r.status == "ok" for r in t.runs)
+        changed = changes(t.config, default) if default else t.config
+        rows.append(
+            [
+                str(t.seq),
+                source_of(t),
+                t.status,
+                fmt(t.value),
+                f"{ok}/{len(t.runs)}",
+                ", ".join(f"{k}={v}" for k, v in changed.items()) or "(default)",
+                (t.error or "")[:120],
+            ]
+        )
+    columns = ["#", "from", "status", ctx.campaign.metric, "runs ok", "changes", "error"]
+    section.tables.append(Table(columns, rows))
+    if len(ctx.trials) > MAX_TRIAL_ROWS:
+        section.text.append(
+            f"The first {MAX_TRIAL_ROWS} of {len(ctx.trials)} evaluations; "
+            f"`stortune export {ctx.campaign.name}` has them all."
+        )
+    return section
+
+
+BUILDERS: tuple[tuple[str, str, Callable[[Context], Section]], ...] = (
+    ("measured", "What was measured, and where", environment_section),
+    ("space", "The space", space_section),
+    ("runs", "Runs over time", runs_section),
+    ("importance", "Which parameters matter", importance_section),
+    ("tuning", "Tuning curve", tuning_section),
+    ("verification", "Default and best, re-measured", verification_section),
+    ("models", "Model accuracy", models_section),
+    ("profile", "Device profile", profile_section),
+    ("recommendation", "Recommended config", recommendation_section),
+    ("trials", "Evaluations", evaluations_section),
+)
+
+
+def build_sections(ctx: Context) -> list[Section]:
+    """Every section in page order; a builder that fails yields its section saying why."""
+    out = []
+    for section_id, title, builder in BUILDERS:
+        try:
+            out.append(builder(ctx))
+        except Exception as exc:  # noqa: BLE001 - the rest of the page must still be written
+            error = f"{type(exc).__name__}: {exc}"
+            out.append(
+                Section(
+                    section_id,
+                    title,
+                    missing=f"This section could not be built ({error}).",
+                    data={"error": error},
+                )
+            )
+    return out
