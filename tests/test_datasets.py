@@ -86,3 +86,31 @@ def test_shared_datasets_load() -> None:
     assert len(postgres.aggregated().frame) < len(postgres.frame)
     cassandra = load_dataset(SHARED_DATASETS / "bestconf-samples" / "cassandraYcsba.arff")
     assert cassandra.metrics == ["performance"] and len(cassandra.frame) == 101
+
+
+def test_inactive_parameters_get_their_own_level_and_replay_as_absent(tmp_path: Path) -> None:
+    """A conditional parameter is empty where it does not apply (journal mode on xfs): ranking,
+    encoding and models need a level, the table target needs it absent again."""
+    from stortune.datasets import INACTIVE, design_matrix
+    from stortune.space import parse_space
+    from stortune.targets.table import TableTarget
+
+    path = tmp_path / "fs.csv"
+    path.write_text("fs,journal,metric.mbs\next4,ordered,10\next4,journal,4\nxfs,,7\nxfs,,8\n")
+    data = load_dataset(path)
+    assert data.frame["journal"].tolist() == ["ordered", "journal", INACTIVE, INACTIVE]
+    matrix, groups = design_matrix(data.frame, data.params)
+    assert groups["journal"] == [f"journal={v}" for v in sorted(["journal", INACTIVE, "ordered"])]
+    space = parse_space(
+        """
+name: fs
+parameters:
+  fs: {type: categorical, values: [ext4, xfs], default: ext4}
+  journal: {type: categorical, values: [ordered, journal], default: ordered,
+            active_when: "fs == 'ext4'"}
+"""
+    )
+    table = TableTarget(data, space)
+    assert table.skipped_rows == 0
+    table.apply({"fs": "xfs"})
+    assert table.run().metrics["mbs"] in (7.0, 8.0)

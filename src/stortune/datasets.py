@@ -26,6 +26,9 @@ from stortune.errors import DatasetError
 
 METRIC_PREFIX = "metric."
 RUN_PREFIX = "run."
+# The level a categorical parameter takes where it does not apply (a condition switched it off,
+# e.g. ext4's journal mode on xfs): an empty cell would break sorting, encoding and models.
+INACTIVE = "n/a"
 
 
 @dataclass
@@ -96,7 +99,8 @@ def design_matrix(
             columns[name] = col.astype(float)
             groups[name] = [name]
         else:
-            values = sorted(col.astype(str).unique())
+            col = with_inactive_level(col).astype(str)
+            values = sorted(col.unique())
             groups[name] = []
             for value in values:
                 key = f"{name}={value}"
@@ -154,7 +158,18 @@ def from_frame(frame: pd.DataFrame, metrics: list[str] | None = None, source: st
     for name in metric_cols:
         if name in frame.columns and not pd.api.types.is_numeric_dtype(frame[name]):
             frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    for name in params:
+        frame[name] = with_inactive_level(frame[name])
     return Dataset(frame, params, metric_cols, directions, source)
+
+
+def with_inactive_level(column: pd.Series) -> pd.Series:
+    """A text parameter column with its empty cells named `INACTIVE` (numbers stay as they are)."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return column
+    if not column.isna().any():
+        return column
+    return column.astype(object).where(column.notna(), INACTIVE).astype(str)
 
 
 def _load_arff(path: Path, metrics: list[str] | None) -> Dataset:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from stortune.datasets import Dataset, load_dataset
+from stortune.datasets import INACTIVE, Dataset, load_dataset
 from stortune.errors import ConfigError, TargetError
 from stortune.sampling import config_key
 from stortune.space import Config, Space, space_from_dataset
@@ -111,6 +111,8 @@ class TableTarget(Target):
 def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    if (isinstance(value, float) and math.isnan(value)) or (
+        isinstance(value, str) and value == INACTIVE
+    ):
+        return None  # the parameter does not apply to this row's config
     return value
