@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stortune.cli.common import sigterm_as_interrupt
 from stortune.noise import repetitions_needed
 from stortune.reference import campaign_relative, is_reference
 from stortune.space import load_space
@@ -86,6 +87,11 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--runtime", type=float, default=10.0)
     parser.add_argument("--workload", default="fileserver")
+    parser.add_argument(
+        "--memory-limit",
+        default="128m",
+        help="page-cache cap of the benchmark, as the first dataset was measured (data/README.md)",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench/noise.py needs root (loop devices, mkfs, mount)")
@@ -97,12 +103,12 @@ def main() -> None:
     stop = threading.Event()
     loader = threading.Thread(target=background_load, args=(stop, load_from, load_to, work))
     started = time.time()
-    with Store(str(work / "noise.db")) as db:
+    with sigterm_as_interrupt(), Store(str(work / "noise.db")) as db:
         sweep = Sweep.start(
             db,
             "noise",
             space,
-            LocalFsTarget(space, image_size="4g"),
+            LocalFsTarget(space, image_size="4g", memory_limit=args.memory_limit),
             [FioWorkload(args.workload, runtime=args.runtime)],
             METRIC,
             "max",
