@@ -68,41 +68,70 @@ def phase_of(t: float, start_at: float, end_at: float) -> str:
     return "before" if t < start_at else ("during" if t < end_at else "after")
 
 
-def first_attempts(run: Any) -> list[tuple[float, float]]:
-    """(start time, metric) of what a user without disturbance checks would have kept for this
-    slot: its first attempt, whether or not it was disturbed."""
+def first_attempt(run: Any) -> tuple[float, float | None]:
+    """(start time, metric) of this slot's first attempt: what a user without disturbance checks
+    would have kept, disturbed or not. The slot belongs to the phase of that time."""
     info = run.info or {}
     for earlier in info.get("replaced_disturbed", []):
         tries = earlier.get("attempts") or [{"metrics": earlier["metrics"]}]
-        value = tries[0]["metrics"].get(METRIC)
-        if value is not None:
-            return [(earlier["started_at"], value)]
+        return earlier["started_at"], tries[0]["metrics"].get(METRIC)
     tries = info.get("disturbed_attempts") or []
     value = tries[0]["metrics"].get(METRIC) if tries else run.metrics.get(METRIC)
-    return [] if value is None else [(run.started_at, value)]
+    # a run's own retries are not in its timestamps: its first try began one retry span earlier
+    return run.started_at, value
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--runtime", type=float, default=10.0)
-    parser.add_argument("--workload", default="fileserver")
-    parser.add_argument(
-        "--memory-limit",
-        default="128m",
-        help="page-cache cap of the benchmark, as the first dataset was measured (data/README.md)",
+def flagged(run: Any) -> bool:
+    info = run.info or {}
+    return bool(info.get("disturbed_attempts") or info.get("replaced_disturbed")) or (
+        run.status == "disturbed"
     )
-    args = parser.parse_args()
+
+
+def analyse(db_path: Path, load_from: float, load_to: float) -> dict[str, dict]:
+    """Per phase (by each slot's first attempt): slots, flagged, the peer's raw RSD (first
+    attempts), stortune's raw and normalised RSD (the runs it kept)."""
+    with Store(str(db_path)) as db:
+        campaign = db.campaign("noise")
+        trials = db.trials(campaign.id)
+        relative = campaign_relative(db, campaign)
+    studied = [r for t in trials if not is_reference(t) for r in t.runs]
+    started = min(r.started_at for t in trials for r in t.runs)
+    phases: dict[str, dict] = {}
+    for phase in ("before", "during", "after", "all"):
+        slots = [
+            (r, *first_attempt(r))
+            for r in studied
+            if phase == "all"
+            or phase_of(first_attempt(r)[0] - started, load_from, load_to) == phase
+        ]
+        kept = [r for r, _, _ in slots if r.status == "ok"]
+        raw = summarize([r.metrics[METRIC] for r in kept])
+        norm = summarize([relative[r.id] for r in kept if r.id in relative])
+        peer = summarize([v for _, _, v in slots if v is not None])
+        phases[phase] = {
+            "runs": len(slots),
+            "ok": len(kept),
+            "flagged": sum(flagged(r) for r, _, _ in slots),
+            "peer_raw_rsd": peer.rsd,
+            "raw_rsd": raw.rsd,
+            "normalised_rsd": norm.rsd,
+            "repetitions_for_5pct_raw": repetitions_needed(raw.rsd),
+            "repetitions_for_5pct_normalised": repetitions_needed(norm.rsd),
+        }
+    return phases
+
+
+def measure(args: argparse.Namespace, load_from: float, load_to: float) -> Path:
+    """The campaign: the default config alternating with the reference, load in the middle."""
     if os.geteuid() != 0:
         raise SystemExit("bench/noise.py needs root (loop devices, mkfs, mount)")
     seconds = args.minutes * 60
-    load_from, load_to = seconds / 3, 2 * seconds / 3
     space = load_space("localfs")
     pairs = max(3, int(seconds // (2 * (args.runtime + 3))))
     work = Path(tempfile.mkdtemp(prefix="stortune-noise-"))
     stop = threading.Event()
     loader = threading.Thread(target=background_load, args=(stop, load_from, load_to, work))
-    started = time.time()
     with sigterm_as_interrupt(), Store(str(work / "noise.db")) as db:
         sweep = Sweep.start(
             db,
@@ -126,58 +155,42 @@ def main() -> None:
         finally:
             stop.set()
             loader.join()
-        campaign = db.campaign("noise")
-        trials = db.trials(campaign.id)
-        relative = campaign_relative(db, campaign)
-    studied = [r for t in trials if not is_reference(t) for r in t.runs]
-    phases: dict[str, dict] = {}
-    for phase in ("before", "during", "after", "all"):
-        runs = [
-            r
-            for r in studied
-            if phase == "all" or phase_of(r.started_at - started, load_from, load_to) == phase
-        ]
-        ok = [r for r in runs if r.status == "ok"]
-        raw = summarize([r.metrics[METRIC] for r in ok])
-        norm = summarize([relative[r.id] for r in ok if r.id in relative])
-        peer = summarize(
-            [
-                value
-                for r in studied
-                for t, value in first_attempts(r)
-                if phase == "all" or phase_of(t - started, load_from, load_to) == phase
-            ]
-        )
-        phases[phase] = {
-            "runs": len(runs),
-            "ok": len(ok),
-            "flagged": sum(
-                bool((r.info or {}).get("disturbed_attempts"))
-                or bool((r.info or {}).get("replaced_disturbed"))
-                or r.status == "disturbed"
-                for r in runs
-            ),
-            "peer_raw_rsd": peer.rsd,
-            "raw_rsd": raw.rsd,
-            "normalised_rsd": norm.rsd,
-            "repetitions_for_5pct_raw": repetitions_needed(raw.rsd),
-            "repetitions_for_5pct_normalised": repetitions_needed(norm.rsd),
-        }
+    return work / "noise.db"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--runtime", type=float, default=10.0)
+    parser.add_argument("--workload", default="fileserver")
+    parser.add_argument(
+        "--memory-limit",
+        default="128m",
+        help="page-cache cap of the benchmark, as the first dataset was measured (data/README.md)",
+    )
+    parser.add_argument(
+        "--analyse", type=Path, help="only analyse the noise.db of an earlier run (same --minutes)"
+    )
+    args = parser.parse_args()
+    seconds = args.minutes * 60
+    load_from, load_to = seconds / 3, 2 * seconds / 3
+    began = time.time()
+    db_path = args.analyse or measure(args, load_from, load_to)
+    phases = analyse(db_path, load_from, load_to)
     result = {
         "minutes": args.minutes,
         "runtime": args.runtime,
         "workload": args.workload,
+        "memory_limit": args.memory_limit,
         "load": {"from_s": load_from, "to_s": load_to},
         "phases": phases,
         "goal_normalised_rsd": 0.03,
         "met": phases["all"]["normalised_rsd"] <= 0.03,
-        "wall_seconds": time.time() - started,
+        "wall_seconds": None if args.analyse else time.time() - began,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(
-        "| phase | runs | flagged | peer raw RSD | stortune raw RSD | normalised RSD | peer/ours |"
-    )
+    print("| phase | slots | flagged | peer raw RSD | stortune raw | normalised | peer/ours |")
     print("|---|---|---|---|---|---|---|")
     for phase, p in phases.items():
         ratio = p["peer_raw_rsd"] / p["normalised_rsd"] if p["normalised_rsd"] else float("nan")
