@@ -61,7 +61,11 @@ def register(app: typer.Typer) -> None:
             space = load_space("localfs")
 
             def make_target() -> LocalFsTarget:
-                return LocalFsTarget(space, image_size="2g", image=out.resolve() / "demo.img")
+                # page cache capped below the file set, so the runs reach the file system and
+                # the device instead of measuring RAM (Carver's S2 setting)
+                return LocalFsTarget(
+                    space, image_size="2g", image=out.resolve() / "demo.img", memory_limit="128m"
+                )
 
             workloads = [FioWorkload(workload, runtime=runtime)]
             where = f"{workload} on a loop-device file system"
