@@ -45,6 +45,17 @@ def private_benchmark_lock(
     monkeypatch.setenv("STORTUNE_LOCK_DIR", str(tmp_path_factory.mktemp("lock")))
 
 
+@pytest.fixture(autouse=True)
+def private_store(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The default results store (STORTUNE_STORE) of a test is its own, never the working
+    folder's stortune.db."""
+    path = tmp_path_factory.mktemp("store") / "stortune.db"
+    monkeypatch.setenv("STORTUNE_STORE", str(path))
+    return path
+
+
 @pytest.fixture
 def toy_space() -> Space:
     return parse_space(TOY_SPACE, "toy.yaml")

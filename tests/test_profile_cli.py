@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from stortune.cli.profile import register
 from stortune.errors import ConfigError, TargetError
 from stortune.profile.design import PATTERNS
+from stortune.report.context import stored_profile
+from stortune.store import Store
 
 QUICK = ["--file-size", "4m", "--intervals", "8k:32k:8k,32k:256k:32k", "--repetitions", "1"]
 
@@ -48,7 +50,7 @@ def test_every_command_has_an_example() -> None:
 
 
 @needs_fio
-def test_profile_of_a_directory(tmp_path: Path) -> None:
+def test_profile_of_a_directory(tmp_path: Path, private_store: Path) -> None:
     data = direct_io_dir(tmp_path / "data")
     out = tmp_path / "out" / "estimated.json"
     profile = profile_json(str(data), *QUICK, "--seed", "3", "--out", str(out))
@@ -65,6 +67,9 @@ def test_profile_of_a_directory(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["runs"] == profile["runs"]
     assert out.with_suffix(".png").stat().st_size > 0 and out.with_suffix(".svg").exists()
     assert list(data.iterdir()) == []  # the test file is gone
+    with Store(str(private_store)) as db:  # kept in the store, where the report looks
+        stored, source = stored_profile(db)
+    assert stored == json.loads(out.read_text()) and source.startswith("campaign profile-")
 
 
 @needs_fio

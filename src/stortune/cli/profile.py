@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from stortune.cli.common import console, err_console, print_json
+from stortune.cli.common import StoreOption, console, err_console, print_json
 from stortune.profile.compare import compare_profiles
 from stortune.profile.design import DEFAULT_INTERVALS_TEXT, human_size, parse_intervals
 from stortune.profile.parallel import MpiRunner, Runner, SerialRunner
@@ -72,6 +73,10 @@ def register(app: typer.Typer) -> None:
             None, "--out", help="JSON file (default stortune-out/profile/MODE.json)."
         ),
         plot: bool = typer.Option(True, "--plot/--no-plot", help="PNG + SVG beside the JSON."),
+        name: str = typer.Option(
+            None, "--name", help="Store the profile as this campaign (default: made up)."
+        ),
+        store: str = StoreOption,
         json_out: bool = JsonOption,
     ) -> None:
         """Profile a directory's device (or a scratch device): the sequential-to-random
@@ -106,6 +111,7 @@ def register(app: typer.Typer) -> None:
         path = out or DEFAULT_OUT / f"{profile['mode']}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(profile, indent=1) + "\n")
+        campaign = store_profile(store, name, profile)
         written = [path]
         if plot:
             from stortune.profile.plots import plot_profile
@@ -117,6 +123,9 @@ def register(app: typer.Typer) -> None:
         _print_profile(profile)
         for item in written:
             console.print(f"wrote {item}", highlight=False)
+        console.print(
+            f"stored as campaign {campaign!r} (stortune report finds it)", highlight=False
+        )
 
     @app.command("profile-compare")
     def profile_compare_command(
@@ -143,6 +152,28 @@ def register(app: typer.Typer) -> None:
         _print_compare(result)
         for item in written:
             console.print(f"wrote {item}", highlight=False)
+
+
+def store_profile(url: str, name: str | None, profile: dict[str, Any]) -> str:
+    """Keep the profile in the results store as a campaign of kind ``profile`` (the profile in
+    its settings), where `stortune report` looks for the device profile."""
+    from stortune.store import Store
+
+    name = name or f"profile-{profile.get('mode', 'device')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    with Store(url) as db:
+        db.create_campaign(
+            name,
+            kind="profile",
+            space_name="",
+            space_yaml="",
+            target={"kind": "profile", "mode": profile.get("mode")},
+            workload={},
+            objective={"metric": "ratio", "direction": "max"},
+            tuner="serra",
+            settings={"profile": profile},
+        )
+        db.set_status(db.campaign(name).id, "finished")
+    return name
 
 
 @contextlib.contextmanager
