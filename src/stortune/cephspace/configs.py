@@ -13,15 +13,13 @@ Format (YAML)::
 A bundled file is named by its stem without the ``ceph-`` prefix (``expert`` for
 ``cephspace/ceph-expert.yaml``; kept out of ``spaces/``, where every YAML file is a space).
 
-An extendable parameter's low/high are where a search starts, not what Ceph accepts: expert
-and tuned values (a tuner with dynamic bounds goes past them) are checked against its hard
-bounds instead (`within_hard_bounds`).
+An extendable parameter's low/high are where a search starts, not what Ceph accepts: the space
+validates expert and tuned values (a tuner with dynamic bounds goes past low/high) against its
+hard bounds (`Parameter.valid_range`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -57,22 +55,6 @@ def load_config(name_or_path: str | Path, space: Space) -> Config:
         for name, entry in doc["config"].items()
     }
     try:
-        return within_hard_bounds(space).validate(values)
+        return space.validate(values)
     except ConfigError as exc:
         raise ConfigError(f"{name_or_path}: {exc}") from None
-
-
-def within_hard_bounds(space: Space) -> Space:
-    """A copy of `space` whose extendable parameters accept anything within their hard
-    bounds (unbounded where none is given); a subspace keeps its held values."""
-    root = getattr(space, "parent", space)
-    params = []
-    for p in root.parameters:
-        if p.extendable and p.is_numeric:
-            low = p.hard_low if p.hard_low is not None else -math.inf
-            high = p.hard_high if p.hard_high is not None else math.inf
-            p = dataclasses.replace(p, low=min(low, p.low), high=max(high, p.high))
-        params.append(p)
-    relaxed = Space(root.name, params, root.constraints, root.description, root.source)
-    held = getattr(space, "held", None)
-    return relaxed.subspace(space.names, held) if held is not None else relaxed

@@ -147,7 +147,9 @@ class Parameter:
         if not self.extendable:
             return self.low, self.high
         floor = 1 if self.kind is Kind.INT else math.ulp(0.0)
-        low = self.hard_low if self.hard_low is not None else (floor if self.log else -math.inf)
+        low = self.hard_low if self.hard_low is not None else -math.inf
+        if self.log:
+            low = max(low, floor)  # a log scale has no zero
         high = self.hard_high if self.hard_high is not None else math.inf
         return min(low, self.low), max(high, self.high)
 

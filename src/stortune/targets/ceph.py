@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from stortune import sysmetrics
-from stortune.cephspace.configs import within_hard_bounds
 from stortune.errors import StortuneError, TargetError
 from stortune.space import Config, Cost, Space, load_space
 from stortune.sysmetrics import SystemSampler
@@ -115,7 +114,6 @@ class CephTarget(Target):
         self._osd_ids: list[int] = []
         self._restarted: set[str] = set()  # existing-mode daemons restarted by this target
         self._last: dict[str, float] = {}
-        self._relaxed: Space | None = None
 
     # ---- spec -----------------------------------------------------------------------------
     @classmethod
@@ -226,11 +224,9 @@ class CephTarget(Target):
     # ---- apply ----------------------------------------------------------------------------
     def _full_config(self, config: Config) -> tuple[Config, Space]:
         """The whole config (a subspace's held values too), checked against hard bounds."""
-        if self._relaxed is None:
-            self._relaxed = within_hard_bounds(self.space)
-        full = getattr(self._relaxed, "full_config", None)  # a subspace holding other values
-        space = getattr(self._relaxed, "parent", self._relaxed)
-        return (full(config) if full else self._relaxed.validate(config)), space
+        full = getattr(self.space, "full_config", None)  # a subspace holding other values
+        space = getattr(self.space, "parent", self.space)
+        return (full(config) if full else self.space.validate(config)), space
 
     def settings_for(self, config: Config) -> dict[str, str]:
         """The config database entries a config needs: every option whose value differs from
@@ -482,9 +478,8 @@ def ceph_conf_section(config: Config, space: Space, header: str = "") -> str:
     """A config as ceph.conf sections ([global], [osd], [mon], ...), each option under the
     daemon that reads it, only the options that differ from the space's defaults; for
     ``stortune recommend`` and for pasting into a production cluster's ceph.conf."""
-    relaxed = within_hard_bounds(space)
-    parent = getattr(relaxed, "parent", relaxed)
-    full = getattr(relaxed, "full_config", relaxed.validate)(config)
+    parent = getattr(space, "parent", space)
+    full = getattr(space, "full_config", space.validate)(config)
     changed = {n: v for n, v in full.items() if v != parent[n].default}
     layers = {n: parent[n].layer for n in changed}
     return render_ceph_conf(changed, layers, header)
