@@ -32,6 +32,7 @@ from stortune.importance.common import RankError
 from stortune.store import Store
 
 if TYPE_CHECKING:
+    from stortune.effects import EffectTable
     from stortune.importance import CarverResult, LassoResult, StudyResult
 
 DEFAULT_FRACTIONS = "0.001,0.002,0.004,0.008,0.016,0.032,0.064,0.128,0.256,0.512"
@@ -202,6 +203,31 @@ def register(app: typer.Typer) -> None:
         for path in written:
             console.print(f"wrote {path}", highlight=False)
 
+    @app.command("effects")
+    def effects_command(
+        source: str = typer.Option(..., "--from", help=SOURCE_HELP),
+        metric: str = MetricOption,
+        workload: str = WorkloadFilterOption,
+        raw: bool = RawOption,
+        store: str = StoreOption,
+        markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table."),
+        json_out: bool = JsonOption,
+    ) -> None:
+        """Main effects beside the noise: for each parameter, the metric's mean at each value,
+        the spread (best value's mean over the worst's), Welch's p-value between them, and the
+        median repeat RSD of a config.
+
+        Example: stortune effects --from localfs-lhs200 --workload fileserver --markdown
+        """
+        from stortune.effects import main_effects
+
+        dataset = resolve_dataset(source, store, workload, raw, metric, json_out or markdown)
+        table = main_effects(dataset, metric)
+        if json_out:
+            print_json(table.to_dict())
+            return
+        _print_effects(table, markdown)
+
     @app.command("rank-study")
     def rank_study_command(
         source: str = typer.Argument(..., help=SOURCE_HELP),
@@ -313,6 +339,36 @@ def _print_lasso(result: LassoResult, rows: int) -> None:
             str(coef_rank[param]),
         )
     console.print(table)
+
+
+def _print_effects(table: EffectTable, markdown: bool) -> None:
+    head = (
+        f"{table.metric} ({_direction(table.direction)}): {table.runs} runs of {table.configs} "
+        f"configs; repeat RSD of a config (median): {_percent(table.repeat_rsd)}"
+    )
+    rows = [
+        (
+            e.parameter,
+            ", ".join(f"{k} {v:.3g}" for k, v in e.means.items()),
+            f"{e.spread:.2f}x",
+            f"{e.p_value:.2g}",
+        )
+        for e in table.effects
+    ]
+    if markdown:
+        print(head + "\n")
+        print("| parameter | mean per value | spread (best/worst) | p (best vs worst) |")
+        print("|---|---|---|---|")
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+        return
+    console.print(head, highlight=False)
+    out = Table()
+    for column in ("parameter", "mean per value", "spread", "p"):
+        out.add_column(column)
+    for row in rows:
+        out.add_row(*row)
+    console.print(out)
 
 
 def _print_study(study: StudyResult) -> None:
