@@ -77,7 +77,7 @@ def first_attempt(run: Any) -> tuple[float, float | None]:
         return earlier["started_at"], tries[0]["metrics"].get(METRIC)
     tries = info.get("disturbed_attempts") or []
     value = tries[0]["metrics"].get(METRIC) if tries else run.metrics.get(METRIC)
-    # a run's own retries are not in its timestamps: its first try began one retry span earlier
+    # retries within one run keep the run's start time: the first try began then
     return run.started_at, value
 
 

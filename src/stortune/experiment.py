@@ -195,6 +195,7 @@ class Experiment:
         self.settings = settings
         self.on_event = on_event or (lambda _e: None)
         self.objective = Objective(campaign.metric, campaign.direction)
+        self._reference: tuple[int, Config] | None = None  # reference trial: id, config
 
     # ---- construction ---------------------------------------------------------------------
     @classmethod
@@ -301,37 +302,39 @@ class Experiment:
         every = self.settings.reference_every
         if not every:
             return
-        trial = self._reference_trial()
-        visits = sorted({r.repetition for r in trial.runs if r.status != DISTURBED})
+        trial_id, config = self._reference_trial()
+        done = [r for r in self.store.trial_runs(trial_id) if r.status != DISTURBED]
         # seq at which each visit happened, recorded in the runs' info
-        last_at = max(
-            ((r.info or {}).get("at_seq", -1) for r in trial.runs if r.status != DISTURBED),
-            default=None,
-        )
+        last_at = max(((r.info or {}).get("at_seq", -1) for r in done), default=None)
         due = last_at is None or seq - last_at >= every or (closing and last_at < seq)
         if not due:
             return
-        visit = 1 + max(visits, default=-1)
-        self.target.apply(trial.config)
+        visit = 1 + max((r.repetition for r in done), default=-1)
+        self.target.apply(config)
         for workload in self.workloads:
             m = self._measure(workload)
             m.info["at_seq"] = seq
-            record_run(self.store, self.campaign.id, trial.id, workload_name(workload), visit, m)
-            self.on_event(Event("reference", seq, trial.config, workload_name(workload), visit, m))
-        value, summary, error = self._summarize(self.store.trial_runs(trial.id))
+            record_run(self.store, self.campaign.id, trial_id, workload_name(workload), visit, m)
+            self.on_event(Event("reference", seq, config, workload_name(workload), visit, m))
+        value, summary, error = self._summarize(self.store.trial_runs(trial_id))
         self.store.finish_trial(
-            trial.id, "ok" if value is not None else "failed", value, summary, error
+            trial_id, "ok" if value is not None else "failed", value, summary, error
         )
 
-    def _reference_trial(self) -> Trial:
-        for trial in self.store.trials(self.campaign.id):
-            if is_reference(trial):
-                return trial
-        config = self.space.default_config()
-        trial_id = self.store.add_trial(
-            self.campaign.id, REFERENCE_SEQ, config, {"source": REFERENCE}
-        )
-        return next(t for t in self.store.trials(self.campaign.id) if t.id == trial_id)
+    def _reference_trial(self) -> tuple[int, Config]:
+        """The reference trial's id and config, found or created once per loop (not a scan of
+        every stored trial before each evaluation)."""
+        if self._reference is None:
+            found = [t for t in self.store.trials(self.campaign.id) if is_reference(t)]
+            if found:
+                self._reference = (found[0].id, found[0].config)
+            else:
+                config = self.space.default_config()
+                trial_id = self.store.add_trial(
+                    self.campaign.id, REFERENCE_SEQ, config, {"source": REFERENCE}
+                )
+                self._reference = (trial_id, config)
+        return self._reference
 
     def _replay(self) -> int:
         """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""

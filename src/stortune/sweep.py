@@ -116,8 +116,7 @@ class Sweep:
     @property
     def total_runs(self) -> int:
         """Runs of the design (reference runs come on top)."""
-        configs = len(self.store.trials(self.campaign.id)) - 1
-        return configs * self.settings.repetitions * len(self.workloads)
+        return planned_runs(self.campaign, len(self.store.trials(self.campaign.id)) - 1)
 
     def run(self) -> None:
         self.store.record_environment(
@@ -192,6 +191,12 @@ class Sweep:
             summary.mean if summary.n else None,
             {"all": summary.to_dict()},
         )
+
+
+def planned_runs(campaign: Campaign, configs: int) -> int:
+    """Runs a stored sweep of `configs` configs plans (reference runs come on top)."""
+    workloads = max(1, len(campaign.workload.get("workloads", [])))
+    return configs * int(campaign.settings.get("repetitions", 1)) * workloads
 
 
 def sweep_time_estimate(runs: int, runtime: float, overhead: float = 3.0) -> float:

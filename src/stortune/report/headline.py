@@ -8,6 +8,7 @@ import math
 from stortune.reference import is_reference
 from stortune.report.context import Context
 from stortune.report.sections import best_trial, default_value
+from stortune.sweep import planned_runs
 
 WORDS = (
     (("bw", "mbs", "thr", "bandwidth"), "throughput"),
@@ -77,8 +78,7 @@ def sweep_progress(ctx: Context, configs: int) -> str:
     """A sweep's trials finish only with their last repetition: count its runs instead."""
     design = [t for t in ctx.trials if not is_reference(t)]
     ok = sum(r.status == "ok" for t in design for r in t.runs)
-    reps = int(ctx.campaign.settings.get("repetitions", 1))
-    planned = configs * reps * max(1, len(ctx.campaign.workload.get("workloads", [])))
+    planned = planned_runs(ctx.campaign, configs)
     done = "finished" if ctx.campaign.status == "finished" else ctx.campaign.status
     return f"sweep of {configs} configs ({done}), {ok} of {planned} runs measured"
 
