@@ -9,10 +9,14 @@ t-based confidence interval over the repetitions. Also recorded: the space-clean
 the live cluster's options (with the probe of its daemons), and how long installing Ceph,
 bringing the cluster up and one evaluation (apply + restart + a random-read run) took.
 
-The tuned column: ``--tuned CONFIG`` (a config file, see `stortune.cephspace.configs`), e.g.
-what ``stortune recommend`` writes once the BO tuner has run.
+The tuned column: ``--tuned-campaign NAME --store DB``, a campaign of ``stortune tune --target
+ceph`` (its recommended config, the one ``stortune recommend`` writes; the gains its own
+verification measured on the tuning cluster are copied beside this run's, so "tune on a small
+test cluster, verify on a bigger one" reads from one file), or ``--tuned FILE``, a config file
+(see `stortune.cephspace.configs`).
 
-Usage: python bench/ceph.py [--osds 2] [--repetitions 3] [--duration 10] [--tuned FILE]
+Usage: python bench/ceph.py [--osds 2] [--repetitions 3] [--duration 10]
+       [--tuned FILE | --tuned-campaign NAME --store DB]
        [--out bench/results/ceph.json] [--state-dir /var/lib/stortune] [--wait 3600]
 """
 
@@ -38,7 +42,9 @@ from stortune.cephspace.live import space_from_client, version
 from stortune.errors import BusyError
 from stortune.space import Config, load_space
 from stortune.stats import summarize
+from stortune.store import Store
 from stortune.targets.ceph import CephTarget
+from stortune.verify import recommended_config, stored_gains
 from stortune.workloads.rados import PRESETS, RadosWorkload
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,6 +145,33 @@ def summaries(runs: list[dict[str, Any]], configs: list[str]) -> dict[str, Any]:
     return out
 
 
+def tuned_campaign(name: str, store_url: str, space: Any) -> tuple[Config, dict[str, Any]]:
+    """A ceph tuning campaign's recommended config, and what its own run measured: the
+    cluster it tuned on, the ranking, and each re-measured config's gain over the default."""
+    with Store(store_url) as db:
+        campaign = db.campaign(name)
+        config = space.validate(recommended_config(db, campaign))
+        gains = {label: g.to_dict() for label, g in stored_gains(db, campaign).items()}
+        trials = len([t for t in db.trials(campaign.id) if t.seq >= 0])
+        tuned = {
+            "campaign": name,
+            "tuner": campaign.tuner,
+            "metric": campaign.metric,
+            "workload": campaign.workload,
+            "osds": campaign.target.get("osds"),
+            "evaluations": trials,
+            "tuned_parameters": [p.name for p in _space_of(campaign).parameters],
+            "gains_on_tuning_cluster": gains,
+        }
+    return config, tuned
+
+
+def _space_of(campaign: Any) -> Any:
+    from stortune.space import parse_space
+
+    return parse_space(campaign.space_yaml, f"campaign {campaign.name!r}")
+
+
 def finite(value: Any) -> Any:
     """JSON without Infinity/NaN (a one-repetition interval is unbounded: null)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -168,6 +201,18 @@ def print_table(result: dict[str, Any]) -> None:
         table.add_row(workload, *cells)
     console.print(table)
     console.print(result["cleaning_text"], highlight=False)
+    tuning = result.get("tuning")
+    if tuning:
+        console.print(
+            f"tuned on {tuning['osds']} OSD(s) by {tuning['tuner']} ({tuning['evaluations']} "
+            f"evaluations of {len(tuning['tuned_parameters'])} parameters), gains measured "
+            "there: "
+            + "; ".join(
+                f"{label} {g['gain']:+.1%} [{g['ci_low']:+.1%}, {g['ci_high']:+.1%}]"
+                for label, g in tuning["gains_on_tuning_cluster"].items()
+            ),
+            highlight=False,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--duration", type=float, default=10.0, help="Seconds per measured run.")
     parser.add_argument("--tuned", help="A tuned config file (the third column).")
+    parser.add_argument("--tuned-campaign", help="A stored ceph tuning campaign instead.")
+    parser.add_argument("--store", default="stortune.db", help="Store of --tuned-campaign.")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "ceph.json"))
     parser.add_argument("--state-dir", default="/var/lib/stortune")
     parser.add_argument("--wait", type=float, default=3600, help="Seconds to wait for the lock.")
@@ -184,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     install_s = ensure_ceph()
     space = load_space("ceph")
     configs = {"default": {}, "expert": load_config("expert", space)}
-    if args.tuned:
+    tuning = None
+    if args.tuned_campaign:
+        configs["tuned"], tuning = tuned_campaign(args.tuned_campaign, args.store, space)
+    elif args.tuned:
         configs["tuned"] = load_config(args.tuned, space)
     workloads = [RadosWorkload.named(name, duration=args.duration) for name in PRESETS]
     target = CephTarget(space, osds=args.osds, state_dir=args.state_dir)
@@ -211,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             "bring_up": bringup_s,
             "evaluation": evaluation_seconds(runs),
         },
+        "tuning": tuning,
         "cleaning": cleaning.to_dict(),
         "cleaning_text": cleaning.text(),
         "summary": summaries(runs, list(configs)),

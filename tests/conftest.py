@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,14 @@ def toy_space_file(tmp_path: Path) -> Path:
 def store(tmp_path: Path) -> Store:
     with Store(str(tmp_path / "results.db")) as db:
         yield db
+
+
+def ensure_ceph() -> None:
+    """Install Debian's Ceph packages when missing (root only), as `make test` would."""
+    if shutil.which("ceph-osd"):
+        return
+    if os.geteuid() != 0:
+        pytest.skip("Ceph is not installed and installing it needs root")
+    started = time.monotonic()
+    subprocess.run([str(REPO / "scripts" / "install-system.sh")], check=True, timeout=900)
+    print(f"installed Ceph in {time.monotonic() - started:.0f} s")

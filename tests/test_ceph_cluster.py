@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,7 +22,7 @@ from pathlib import Path
 import pytest
 import typer
 import yaml
-from conftest import REPO
+from conftest import ensure_ceph
 from typer.testing import CliRunner
 
 from stortune.cephspace.metadata import probe_observed
@@ -50,17 +48,6 @@ TEST_PARAMS = (
     "bluestore_min_alloc_size",
     "pg_per_osd",
 )
-
-
-def ensure_ceph() -> None:
-    """Install Debian's Ceph packages when missing (root only), as `make test` would."""
-    if shutil.which("ceph-osd"):
-        return
-    if os.geteuid() != 0:
-        pytest.skip("Ceph is not installed and installing it needs root")
-    started = time.monotonic()
-    subprocess.run([str(REPO / "scripts" / "install-system.sh")], check=True, timeout=900)
-    print(f"installed Ceph in {time.monotonic() - started:.0f} s")
 
 
 def test_space() -> Space:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from stortune.datasets import from_frame
-from stortune.errors import TargetError
+from stortune.errors import StortuneError, TargetError
 from stortune.space import parse_space
 from stortune.targets import make_target
 from stortune.targets.command import CommandTarget
@@ -110,3 +110,26 @@ def test_unknown_target_kind() -> None:
         make_target(
             {"kind": "nfs"}, parse_space("name: s\nparameters:\n  a: {type: bool, default: true}\n")
         )
+
+
+def test_ceph_options_choose_the_mode_and_rados_workloads() -> None:
+    from stortune.cli.targets import CephOptions, TargetOptions, build_workloads
+
+    assert CephOptions(osds=3).settings() == {"mode": "local", "health_timeout": 180.0, "osds": 3}
+    existing = CephOptions(conf="/etc/ceph/ceph.conf", keyring="k", allow_restart=True)
+    assert existing.settings() == {
+        "mode": "existing",
+        "health_timeout": 180.0,
+        "conf": "/etc/ceph/ceph.conf",
+        "keyring": "k",
+        "allow_restart": True,
+    }
+    assert TargetOptions(ceph_conf="/etc/ceph/ceph.conf").kind == "ceph"
+    loads = build_workloads("ceph", ["rados-write", "rados-seq"], 7.0)
+    assert [(w.name, w.mode, w.duration, w.prefill) for w in loads] == [
+        ("rados-write", "write", 7.0, 0.0),
+        ("rados-seq", "seq", 7.0, 7.0),
+    ]
+    assert [w.name for w in build_workloads("ceph", [], 5.0)] == ["rados-rand"]
+    with pytest.raises(StortuneError, match="--workload is for the localfs and ceph targets"):
+        build_workloads("table", ["fileserver"], 5.0)

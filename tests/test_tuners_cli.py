@@ -131,3 +131,55 @@ def test_recommendations_take_the_targets_native_form() -> None:
     localfs = load_space("localfs")
     text = render("localfs", localfs.default_config(), localfs, "h")
     assert "\nmkfs.ext4 " in text and "\nmount -t ext4 " in text and "sysctl -w vm." in text
+
+
+def test_compared_configs_are_remeasured_beside_default_and_best(
+    files: dict, tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: mine\nconfig:\n  a: 3\n  b: y\n")
+    out = invoke(
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--tuner", "random", "--budget", "4", "-r", "1",
+        "--verify", "2", "--compare", str(mine), "--name", "c1", "--json",
+    )  # fmt: skip
+    report = json.loads(out)
+    compared = report["compared"]["mine"]
+    # mine: a=3, b=y, c=d=0: 100 + 60 + 15 (+ rep 0/1) against the default's 120 (+ rep)
+    assert compared["label"] == "mine" and compared["n_best"] == 2
+    assert compared["best_mean"] == pytest.approx(175.5) and compared["default_mean"] == 120.5
+    assert compared["gain"] == pytest.approx(175.5 / 120.5 - 1)
+    with Store(files["store"]) as db:
+        verify = db.campaign("c1-verify")
+        assert [t.info["label"] for t in db.trials(verify.id)] == ["default", "best", "mine"]
+
+
+def test_a_compared_config_must_fit_the_space_and_have_its_own_label(
+    files: dict, tmp_path: Path
+) -> None:
+    app = typer.Typer()
+    tune.register(app)
+    common = [
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--budget", "2", "--verify", "1", "-r", "1",
+    ]  # fmt: skip
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("config:\n  nope: 1\n")
+    result = CliRunner().invoke(app, [*common, "--compare", str(bad)])
+    assert result.exit_code != 0 and "nope" in str(result.exception)
+    taken = tmp_path / "best.yaml"
+    taken.write_text("config:\n  a: 2\n")
+    result = CliRunner().invoke(app, [*common, "--compare", str(taken)])
+    assert result.exit_code != 0 and "label 'best' is taken" in str(result.exception)
+
+
+def test_rank_budget_sets_how_many_configs_the_ranking_samples(files: dict) -> None:
+    out = invoke(
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--tuner", "random", "--budget", "2", "-r", "1",
+        "--rank", "lasso", "--rank-budget", "9", "--top-k", "2", "--verify", "0",
+        "--name", "r1", "--json",
+    )  # fmt: skip
+    assert len(json.loads(out)["ranking"]["tuned"]) == 2
+    with Store(files["store"]) as db:
+        assert len(db.trials(db.campaign("r1-rank").id)) == 9

@@ -4,7 +4,9 @@ A tuner's best value is the maximum of noisy measurements, so it overstates the 
 winner's curse). `remeasure` runs default and best alternately (ABAB..., so drift hits both
 alike), `repetitions` times each, stores the runs as a campaign ``NAME-verify`` of kind
 ``verify``, and `gain` states the improvement with a confidence interval (ratio of means,
-Welch, `stats.ratio_ci`). `stortune recommend` reads it back with `stored_gain`.
+Welch, `stats.ratio_ci`). Other configs to compare with (an expert's, say) join the rotation
+under their own labels. `stortune recommend` reads it back with `stored_gain`; `stored_gains`
+gives every label's gain over the default.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from stortune.stats import ratio_ci, summarize
 from stortune.store import Campaign, Store
 from stortune.targets import Measurement, Target, Workload
 
-LABELS = ("default", "best")
+LABELS = ("default", "best")  # always re-measured; compared configs come after them
 SUFFIX = "-verify"
 
 
@@ -47,6 +49,7 @@ class Gain:
     ci_low: float
     ci_high: float
     confidence: float
+    label: str = "best"  # which config was compared with the default
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,7 +59,7 @@ class Gain:
         if not math.isfinite(self.ci_low) or not math.isfinite(self.ci_high):
             ci = "no CI: repeat each config at least twice"
         return (
-            f"{self.metric}: default {self.default_mean:.6g}, best {self.best_mean:.6g} "
+            f"{self.metric}: default {self.default_mean:.6g}, {self.label} {self.best_mean:.6g} "
             f"({'higher' if self.direction == 'max' else 'lower'} is better): "
             f"gain {self.gain:+.1%} ({ci}; n = {self.n_default} + {self.n_best})"
         )
@@ -68,6 +71,7 @@ def gain(
     default: Sequence[float],
     best: Sequence[float],
     confidence: float = 0.9,
+    label: str = "best",
 ) -> Gain:
     """The relative improvement of `best` over `default`: mean ratio - 1 for a maximised
     metric, default/best - 1 for a minimised one (halving a latency is a 100% gain)."""
@@ -81,7 +85,7 @@ def gain(
         value = 1 / r.ratio - 1
         low = 1 / r.ci_high - 1 if r.ci_high > 0 else math.nan
         high = 1 / r.ci_low - 1 if r.ci_low > 0 else math.inf
-    return Gain(metric, direction, d.mean, b.mean, d.n, b.n, value, low, high, confidence)
+    return Gain(metric, direction, d.mean, b.mean, d.n, b.n, value, low, high, confidence, label)
 
 
 def remeasure(
@@ -95,9 +99,13 @@ def remeasure(
     on_run: Callable[[], None] | None = None,
     space_yaml: str | None = None,
 ) -> Gain:
-    """Measure `configs` ({"default": ..., "best": ...}) interleaved and store the runs;
-    `space_yaml` is the whole space when the campaign tuned a pinned one (its default is the
-    one that counts, and `recommend` renders against it)."""
+    """Measure `configs` ({"default": ..., "best": ..., other labels ...}) interleaved and
+    store the runs; `space_yaml` is the whole space when the campaign tuned a pinned one (its
+    default is the one that counts, and `recommend` renders against it). Returns best's gain."""
+    missing = [label for label in LABELS if label not in configs]
+    if missing:
+        raise StortuneError(f"re-measuring needs a {' and a '.join(missing)} config")
+    labels = [*LABELS, *(label for label in configs if label not in LABELS)]
     names = {c.name for c in store.campaigns()}
     campaign = store.create_campaign(
         next(n for n in verify_names(tuned.name) if n not in names),
@@ -111,19 +119,19 @@ def remeasure(
     )
     trial_ids = {
         label: store.add_trial(campaign.id, seq, configs[label], {"label": label})
-        for seq, label in enumerate(LABELS)
+        for seq, label in enumerate(labels)
     }
-    values: dict[str, list[float]] = {label: [] for label in LABELS}
+    values: dict[str, list[float]] = {label: [] for label in labels}
     with machine_lock(target, campaign.name), target:
         for rep in range(repetitions):
-            for label in LABELS:
+            for label in labels:
                 run = (trial_ids[label], configs[label], rep)
                 value = _measure(store, campaign, target, workloads, run, timeout, tuned.metric)
                 if value is not None:
                     values[label].append(value)
                 if on_run is not None:
                     on_run()
-    for label in LABELS:
+    for label in labels:
         summary = summarize(values[label])
         store.finish_trial(
             trial_ids[label],
@@ -180,20 +188,45 @@ def latest_verification(store: Store, tuned: Campaign) -> Campaign | None:
 
 def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
     """The gain of a tuned campaign's latest verification runs, if it has them."""
+    return stored_gains(store, tuned).get("best")
+
+
+def stored_gains(store: Store, tuned: Campaign) -> dict[str, Gain]:
+    """Each re-measured config's gain over the default in the latest verification (best and
+    any config compared with), for the labels measured successfully."""
     campaign = latest_verification(store, tuned)
     if campaign is None:
-        return None
+        return {}
     n_workloads = len(tuned.workload.get("workloads", [])) or 1
-    values: dict[str, list[float]] = {label: [] for label in LABELS}
+    values: dict[str, list[float]] = {}
     for trial in store.trials(campaign.id):
         label = (trial.info or {}).get("label")
-        if label not in values:
+        if label is None:
             continue
         by_rep: dict[int, list[float]] = {}
         for run in trial.runs:
             if run.status == "ok" and tuned.metric in run.metrics:
                 by_rep.setdefault(run.repetition, []).append(run.metrics[tuned.metric])
         values[label] = [combine_workloads(v) for v in by_rep.values() if len(v) == n_workloads]
-    if not values["default"] or not values["best"]:
-        return None
-    return gain(tuned.metric, tuned.direction, values["default"], values["best"])
+    default = values.pop("default", [])
+    if not default:
+        return {}
+    return {
+        label: gain(tuned.metric, tuned.direction, default, measured, label=label)
+        for label, measured in values.items()
+        if measured
+    }
+
+
+def recommended_config(store: Store, tuned: Campaign) -> Config:
+    """What to recommend from a tuned campaign: the verified best config, else its best trial."""
+    verification = latest_verification(store, tuned)
+    if verification is not None:
+        for trial in store.trials(verification.id):
+            if (trial.info or {}).get("label") == "best":
+                return dict(trial.config)
+    finished = [t for t in store.trials(tuned.id) if t.value is not None]
+    if not finished:
+        raise StortuneError(f"campaign {tuned.name!r} has no successful evaluation")
+    best = max(finished, key=lambda t: t.value if tuned.direction == "max" else -t.value)
+    return dict(best.config)

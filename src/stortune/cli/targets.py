@@ -23,10 +23,11 @@ TARGET = typer.Option(
     None,
     "--target",
     "-t",
-    help="What to measure: localfs (a loop-device file system; root), command (any program "
-    "printing JSON metrics), table (replay a dataset), surrogate (a fitted model predicts), "
-    "or another registered target [default: command with --command, surrogate with --model, "
-    "table with --dataset, else localfs].",
+    help="What to measure: localfs (a loop-device file system; root), ceph (a local Ceph "
+    "mini-cluster, or an existing one with --ceph-conf; root), command (any program printing "
+    "JSON metrics), table (replay a dataset), surrogate (a fitted model predicts) [default: "
+    "command with --command, surrogate with --model, table with --dataset, ceph with "
+    "--ceph-conf, else localfs].",
 )
 COMMAND = typer.Option(
     None,
@@ -50,9 +51,34 @@ WORKLOAD = typer.Option(
     "--workload",
     "-w",
     help="localfs: a fio template (fileserver, webserver, mailserver, dbserver, seqread, "
-    "seqwrite, randread, randwrite) or a .fio job file; repeatable [default: fileserver].",
+    "seqwrite, randread, randwrite) or a .fio job file; ceph: rados-write, rados-seq or "
+    "rados-rand; repeatable [default: fileserver; ceph: rados-rand].",
 )
-RUNTIME = typer.Option(10.0, "--runtime", help="localfs: seconds each fio run lasts.")
+RUNTIME = typer.Option(
+    10.0,
+    "--runtime",
+    help="localfs: seconds each fio run lasts; ceph: seconds of rados bench (reads are "
+    "prefilled for as long).",
+)
+OSDS = typer.Option(2, "--osds", help="ceph: OSDs of the local mini-cluster.")
+CEPH_CONF = typer.Option(
+    None,
+    "--ceph-conf",
+    help="ceph: tune the existing cluster this ceph.conf names (runtime options only unless "
+    "--allow-restart; pools are never deleted) instead of a local mini-cluster.",
+)
+KEYRING = typer.Option(None, "--keyring", help="ceph: the existing cluster's keyring.")
+ALLOW_RESTART = typer.Option(
+    False,
+    "--allow-restart",
+    help="ceph: with --ceph-conf, allow restarting the cluster's daemons for startup options.",
+)
+HEALTH_TIMEOUT = typer.Option(
+    180.0,
+    "--health-timeout",
+    help="ceph: seconds a changed cluster may take to become healthy before the config "
+    "counts as failed.",
+)
 IMAGE_SIZE = typer.Option("4g", "--image-size", help="localfs: size of the loop image file.")
 DEVICE = typer.Option(
     None,
@@ -95,7 +121,11 @@ MEMORY_LIMIT = typer.Option(
 
 
 def target_kind(
-    kind: str | None, command: str | None, dataset: str | None, model: str | None = None
+    kind: str | None,
+    command: str | None,
+    dataset: str | None,
+    model: str | None = None,
+    ceph_conf: str | None = None,
 ) -> str:
     """The target named, or the one the other options imply."""
     if kind:
@@ -104,6 +134,8 @@ def target_kind(
         return "command"
     if model:
         return "surrogate"
+    if ceph_conf:
+        return "ceph"
     return "table" if dataset else "localfs"
 
 
@@ -120,6 +152,7 @@ def build_target(
     device: str | None = None,
     destroy_data: bool = False,
     memory_limit: str | None = None,
+    ceph: CephOptions | None = None,
 ) -> Target:
     """A target from command-line options (each target's own checks run in its constructor)."""
     if kind == "command":
@@ -154,30 +187,65 @@ def build_target(
             destroy_data=destroy_data,
             memory_limit=memory_limit,
         )
+    if kind == "ceph":
+        ceph = ceph or CephOptions()
+        if ceph.conf is None:
+            require_root("the ceph target's local mini-cluster")
+        from stortune.targets.ceph import CephTarget
+
+        return CephTarget(space, **ceph.settings())
     if kind in REGISTRY:
         raise StortuneError(f"target {kind!r} has no command-line options yet")
     raise TargetError(f"unknown target {kind!r} (choose from {', '.join(sorted(REGISTRY))})")
 
 
 def build_workloads(kind: str, names: list[str], runtime: float) -> list[Workload | None]:
-    """fio workloads for the localfs target; the other targets measure without one."""
-    if kind != "localfs":
-        if names:
-            raise StortuneError(f"--workload is for the localfs target, not {kind!r}")
-        return [None]
-    from stortune.workloads.fio import FioWorkload
+    """fio workloads for the localfs target, rados bench for ceph; the other targets measure
+    without one."""
+    if kind == "localfs":
+        from stortune.workloads.fio import FioWorkload
 
-    return [FioWorkload(name, runtime=runtime) for name in (names or ["fileserver"])]
+        return [FioWorkload(name, runtime=runtime) for name in (names or ["fileserver"])]
+    if kind == "ceph":
+        from stortune.workloads.rados import RadosWorkload
+
+        return [RadosWorkload.named(n, duration=runtime) for n in (names or ["rados-rand"])]
+    if names:
+        raise StortuneError(f"--workload is for the localfs and ceph targets, not {kind!r}")
+    return [None]
 
 
 def require_root(what: str) -> None:
     """Say plainly what needs root and what works without it."""
     if os.geteuid() != 0:
         raise StortuneError(
-            f"{what} needs root (loop devices, mkfs, mount, sysfs); without root you can "
+            f"{what} needs root (loop devices, mkfs, mount, sysfs, daemons); without root you can "
             "measure a directory with --target command and fio, or replay a dataset with "
             "--target table --dataset FILE"
         )
+
+
+@dataclass(frozen=True)
+class CephOptions:
+    """The ceph target's command-line settings."""
+
+    osds: int = 2
+    conf: str | None = None
+    keyring: str | None = None
+    allow_restart: bool = False
+    health_timeout: float = 180.0
+
+    def settings(self) -> dict[str, Any]:
+        mode = "existing" if self.conf else "local"
+        out: dict[str, Any] = {"mode": mode, "health_timeout": self.health_timeout}
+        if mode == "local":
+            return {**out, "osds": self.osds}
+        return {
+            **out,
+            "conf": self.conf,
+            "keyring": self.keyring,
+            "allow_restart": self.allow_restart,
+        }
 
 
 @dataclass
@@ -196,10 +264,15 @@ class TargetOptions:
     dataset: str | None = None
     nearest: bool = False
     model: str | None = None
+    osds: int = 2
+    ceph_conf: str | None = None
+    keyring: str | None = None
+    allow_restart: bool = False
+    health_timeout: float = 180.0
 
     @property
     def kind(self) -> str:
-        return target_kind(self.target, self.command, self.dataset, self.model)
+        return target_kind(self.target, self.command, self.dataset, self.model, self.ceph_conf)
 
     def build(self, space: Space) -> Target:
         return build_target(
@@ -214,6 +287,9 @@ class TargetOptions:
             device=self.device,
             destroy_data=self.destroy_data,
             memory_limit=self.memory_limit,
+            ceph=CephOptions(
+                self.osds, self.ceph_conf, self.keyring, self.allow_restart, self.health_timeout
+            ),
         )
 
     def workloads(self) -> list[Workload | None]:
@@ -233,6 +309,11 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "dataset": (str, DATASET),
     "nearest": (bool, NEAREST),
     "model": (str, MODEL),
+    "osds": (int, OSDS),
+    "ceph_conf": (str, CEPH_CONF),
+    "keyring": (str, KEYRING),
+    "allow_restart": (bool, ALLOW_RESTART),
+    "health_timeout": (float, HEALTH_TIMEOUT),
 }
 
 

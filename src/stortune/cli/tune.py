@@ -42,7 +42,14 @@ from stortune.tuners.multiobjective import (
 )
 from stortune.tuners.render import render, target_kind
 from stortune.tuners.topk import pin, top_k
-from stortune.verify import Gain, latest_verification, remeasure, stored_gain
+from stortune.verify import (
+    Gain,
+    latest_verification,
+    recommended_config,
+    remeasure,
+    stored_gain,
+    stored_gains,
+)
 
 RANK_METHODS = ("carver", "lasso")
 
@@ -73,14 +80,16 @@ def rank_space(
     hold: str,
     objective: Objective,
     sample: Any,
+    needed: int | None = None,
 ) -> tuple[Space, list[str], Config]:
     """The space to tune: the top `k` free, the rest pinned. Samples (by calling `sample(n)`)
-    when the store has fewer than max(20, 2 x parameters) distinct configs."""
+    when the store has fewer than `needed` distinct configs (default: max(20, 2 x parameters);
+    Lasso ranks with fewer samples than parameters, as SAPPHIRE did on Ceph)."""
     from stortune.importance import rank_dataset
 
     if method not in RANK_METHODS:
         raise StortuneError(f"--rank must be one of {', '.join(RANK_METHODS)}, not {method!r}")
-    needed = max(20, 2 * len(space))
+    needed = needed or max(20, 2 * len(space))
     dataset = stored_dataset(db, space, objective.metric, objective.direction)
     have = 0 if dataset is None else len(dataset.aggregated().frame)
     if have < needed:
@@ -150,6 +159,19 @@ def pareto_rows(db: Store, campaign: Campaign, objectives: list[ObjectiveSpec]) 
     return [rows[i] for i in front]
 
 
+def compared_configs(files: list[str], space: Space) -> dict[str, Config]:
+    """Configs to re-measure beside default and best, by the name their file gives."""
+    from stortune.cephspace.configs import load_config, read_config_file
+
+    out: dict[str, Config] = {}
+    for item in files:
+        label = str(read_config_file(item).get("name") or Path(item).stem)
+        if label in out or label in ("default", "best"):
+            raise StortuneError(f"--compare {item}: the label {label!r} is taken; rename it")
+        out[label] = load_config(item, space)
+    return out
+
+
 # ---- output -------------------------------------------------------------------------------
 def print_pareto(rows: list[dict], objectives: list[ObjectiveSpec]) -> None:
     table = Table(title="Pareto front (no other trial is better on every objective)")
@@ -174,13 +196,13 @@ def verify_with_progress(
     quiet: bool,
 ) -> Gain:
     with Progress(
-        TextColumn("[bold]re-measuring default and best"),
+        TextColumn(f"[bold]re-measuring {', '.join(configs)}"),
         BarColumn(),
         MofNCompleteColumn(),
         console=console,
         disable=quiet,
     ) as progress:
-        task = progress.add_task("verify", total=2 * repetitions)
+        task = progress.add_task("verify", total=len(configs) * repetitions)
         return remeasure(
             db,
             experiment.campaign,
@@ -227,11 +249,23 @@ def register(app: typer.Typer) -> None:
             None, "--rank", help="Rank parameters first (carver or lasso) and tune the top K."
         ),
         top_k: int = typer.Option(5, "--top-k", "-k", help="With --rank: parameters to tune."),
+        rank_budget: int = typer.Option(
+            None,
+            "--rank-budget",
+            help="With --rank: configs to sample (by LHS, one run each) for the ranking, counting "
+            "runs already stored for this space [default: max(20, 2 x parameters)].",
+        ),
         hold: str = typer.Option(
             "best", "--hold", help="With --rank: pin the others at their 'best' or 'default'."
         ),
         verify: int = typer.Option(
             5, "--verify", help="Re-measure default and best this many times each (0: skip)."
+        ),
+        compare: list[str] = typer.Option(
+            [],
+            "--compare",
+            help="A config file (YAML with a 'config' mapping; 'expert' is the bundled Ceph "
+            "expert config) re-measured beside default and best; repeatable.",
         ),
         agent: Path = typer.Option(
             None, "--agent", help="ddpg: continue from this saved agent and save it back."
@@ -259,6 +293,9 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune tune --space localfs -o total.bw_mbs:max -o total.lat_mean_us:min
         --tuner bo --budget 40
+
+        Example: stortune tune --target ceph --osds 1 --space ceph --workload rados-rand
+        -o bw_mbs:max --rank lasso --rank-budget 30 --top-k 16 --hold default --compare expert
         """
         if hold not in ("best", "default"):
             raise StortuneError(f"--hold must be 'best' or 'default', not {hold!r}")
@@ -279,10 +316,12 @@ def register(app: typer.Typer) -> None:
                     whole = experiment.space
                 # the campaign's target knows only its (pinned) space; the default needs all
                 checker = make_target(experiment.campaign.target, whole)
+                compared = compared_configs(compare, whole)
             else:
                 if not space or not specs:
                     raise StortuneError("a new campaign needs --space and --objective")
                 whole = load_space(space)
+                compared = compared_configs(compare, whole)  # a bad file fails before tuning
                 built = targets.build(whole)
                 loads = targets.workloads()
                 goal = Objective(specs[0].metric, specs[0].direction)
@@ -339,7 +378,9 @@ def register(app: typer.Typer) -> None:
                             quiet=quiet,
                         )
 
-                    tuned_space, free, held = rank_space(db, whole, rank, top_k, hold, goal, sample)
+                    tuned_space, free, held = rank_space(
+                        db, whole, rank, top_k, hold, goal, sample, rank_budget
+                    )
                     report["ranking"] = {"method": rank, "tuned": free, "pinned": held}
                     if not json_out:
                         console.print(
@@ -373,13 +414,19 @@ def register(app: typer.Typer) -> None:
                 )
             if verify > 0 and outcome.best_config is not None:
                 configs = {"default": whole.default_config(), "best": outcome.best_config}
+                configs.update(compared)
                 space_yaml = yaml.safe_dump(whole.to_dict(), sort_keys=False)
                 gain = verify_with_progress(
                     db, experiment, checker, configs, verify, timeout, space_yaml, quiet
                 )
                 report["gain"] = gain.to_dict()
+                others = {
+                    k: g for k, g in stored_gains(db, experiment.campaign).items() if k != "best"
+                }
+                report["compared"] = {k: g.to_dict() for k, g in others.items()}
                 if not json_out:
-                    console.print(gain.text(), highlight=False)
+                    for g in [gain, *others.values()]:
+                        console.print(g.text(), highlight=False)
             if len(specs) > 1 or isinstance(experiment.target, ScalarizedTarget):
                 if isinstance(experiment.target, ScalarizedTarget):
                     specs = experiment.target.scalarizer.objectives
@@ -410,7 +457,7 @@ def register(app: typer.Typer) -> None:
             if tuned.kind == "verify":
                 tuned = db.campaign(tuned.settings["of"])
             verification = latest_verification(db, tuned)
-            config = _recommended(db, tuned, verification)
+            config = recommended_config(db, tuned)
             gain = stored_gain(db, tuned)
             space = parse_space((verification or tuned).space_yaml, f"campaign {tuned.name!r}")
         header = f"stortune recommendation from campaign {tuned.name} (tuner {tuned.tuner})\n"
@@ -430,16 +477,3 @@ def register(app: typer.Typer) -> None:
             out.write_text(text)
             if not json_out:
                 console.print(f"wrote {out}", highlight=False)
-
-
-def _recommended(db: Store, tuned: Campaign, verification: Campaign | None) -> Config:
-    """The verified best config, else the campaign's best trial."""
-    if verification is not None:
-        for trial in db.trials(verification.id):
-            if (trial.info or {}).get("label") == "best":
-                return dict(trial.config)
-    finished = [t for t in db.trials(tuned.id) if t.value is not None]
-    if not finished:
-        raise StortuneError(f"campaign {tuned.name!r} has no successful evaluation")
-    best = max(finished, key=lambda t: t.value if tuned.direction == "max" else -t.value)
-    return dict(best.config)
