@@ -170,6 +170,8 @@ def test_values_are_written_and_compared_as_ceph_shows_them() -> None:
     assert same_value("0.300000", 0.3) and same_value("256Mi", 268435456)
     assert same_value("true", True) and not same_value("false", True)
     assert not same_value("5", 4)
+    # Ceph prints doubles with 6 decimals: a tuner's 0.05281965762 shows as 0.052820
+    assert same_value("0.052820", 0.05281965762139709) and not same_value("0.052820", 0.0528)
 
 
 def test_target_spec_round_trips_without_a_cluster(tmp_path: Path) -> None:

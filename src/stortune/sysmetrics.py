@@ -70,6 +70,20 @@ def _hardware_disks() -> set[str]:
     return {p.name for p in root.iterdir() if (p / "device").exists()} if root.exists() else set()
 
 
+def disk_of(path: str | os.PathLike[str]) -> str | None:
+    """The whole disk holding `path` (``vda`` for a file on /dev/vda1), or None when it is not
+    on a block device (tmpfs, overlay on nothing): what a daemon writing files there uses."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not node.exists():
+        return None
+    real = node.resolve()
+    return real.parent.name if (real / "partition").exists() else real.name
+
+
 def _device_name(device: str) -> str:
     return os.path.basename(os.path.realpath(device)) if device.startswith("/") else device
 

@@ -442,7 +442,7 @@ class CephTarget(Target):
         except TargetError as exc:
             return Measurement.failed(f"before the run: {exc}")
         argv = self.client.rados_argv(self.pool)
-        samplers = [SystemSampler(), perf.ClusterSampler(self)]
+        samplers = [SystemSampler(self._own_disks()), perf.ClusterSampler(self)]
         measurement = workload.run(argv, timeout, samplers=samplers)
         measurement.info.update(mode=self.mode, osds=len(self._osd_ids), pool=self.pool)
         if measurement.ok:
@@ -450,6 +450,14 @@ class CephTarget(Target):
                 k: v for k, v in measurement.metrics.items() if k.startswith(("ceph.", "sys."))
             }
         return measurement
+
+    def _own_disks(self) -> list[str]:
+        """The disk under a local cluster's OSD files: its I/O is the benchmark's, not a
+        disturbance (an existing cluster's disks are not on this machine)."""
+        if self._cluster is None:
+            return []
+        disk = sysmetrics.disk_of(self._cluster.root)
+        return [disk] if disk else []
 
     def state(self) -> dict[str, float]:
         """The last run's cluster-side metrics (per-OSD perf counters, commit/apply latency,

@@ -108,6 +108,14 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _shown_precision(text: str) -> float:
+    """Half a unit in the last decimal a number was printed with (1e-9 for other forms)."""
+    whole, dot, fraction = text.partition(".")
+    if not dot or not fraction.isdigit():
+        return 1e-9
+    return 0.5 * 10.0 ** -len(fraction) + 1e-12
+
+
 def same_value(shown: str, wanted: Any) -> bool:
     """Whether a daemon's value as ``ceph config show`` prints it (``0.300000``, ``true``,
     ``256Mi``) is `wanted`."""
@@ -117,7 +125,8 @@ def same_value(shown: str, wanted: Any) -> bool:
         return True
     a, b = _number(have), _number(want)
     if a is not None and b is not None:
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+        # Ceph prints doubles with 6 decimals: 0.052820 is how it shows 0.05281965762...
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=_shown_precision(have))
     return {"true": "1", "false": "0"}.get(have, have) == {"true": "1", "false": "0"}.get(want)
 
 
