@@ -1,19 +1,23 @@
 """How few runs find the same top parameters? Carver vs Lasso vs Optuna's fANOVA (the peer).
 
-For every dataset (the shared moot/PromiseTune CSVs and BestConfig ARFFs, plus any paths given
-as arguments), each method ranks all configurations (its own ground truth, timed), then random
-subsets at each fraction (Carver's section 5.4 study). The subsets are the same for every method
-(`draw_subsets` is seeded by size and prefix-stable, so a method given fewer trials sees the
-first of them). Reported per fraction and method: the share of trials whose k-th pick is the
-method's own full-data k-th parameter (k = 1..3), the same against Carver's full-data ranking,
-and seconds per ranking (Carver ranks all trials of a fraction in one numpy batch: its time is
-that batch over the trials).
+For every dataset (the shared moot/PromiseTune CSVs and BestConfig ARFFs, the project's own
+data/localfs-lhs200.csv once per workload when it is there, plus any dataset specs
+``PATH[@WORKLOAD]`` given as arguments; see bench/benchdata.py), each method ranks all
+configurations (its own ground truth, timed), then random subsets at each fraction (Carver's
+section 5.4 study). The subsets are the same for every method (`draw_subsets` is seeded by size
+and prefix-stable, so a method given fewer trials sees the first of them). Reported per fraction
+and method: the share of trials whose k-th pick is the method's own full-data k-th parameter
+(k = 1..3), the same against Carver's full-data ranking, and seconds per ranking (Carver ranks
+all trials of a fraction in one numpy batch: its time is that batch over the trials).
 
 fANOVA runs with `max_depth` 8 instead of Optuna's 64 by default: full-depth forests on a few
 thousand continuous rows take minutes per ranking (`--fanova-depth 64` for Optuna's default).
 
-Usage: python bench/importance.py [EXTRA_DATASET ...] [--carver-trials 1000] [--lasso-trials 200]
+Usage: python bench/importance.py [PATH[@WORKLOAD] ...] [--carver-trials 1000] [--lasso-trials 200]
        [--fanova-trials 10] [--fanova-max-rows 300] [--fractions 0.002,0.005,...] [--plots DIR]
+       [--only NAME_SUBSTRING ...] [--only-extra]
+(--only runs the matching datasets and merges them into the results file; --only-extra runs
+just the datasets given as arguments)
 """
 
 from __future__ import annotations
@@ -29,15 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+from benchdata import add_only_option, merge_entries, only_patterns, own_specs, previous, select
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 from rich.console import Console
 from rich.table import Table
 
-from stortune.datasets import Dataset, load_dataset
+from stortune.datasets import Dataset
 from stortune.importance import StudyResult, draw_subsets, rank_subsets, study_dataset
 from stortune.importance.common import jsonable
 from stortune.importance.study import Ranker, full_ranking, subset_size
+from stortune.sources import load_spec, spec_name
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -98,8 +104,8 @@ def _value(value: Any, dist: BaseDistribution) -> Any:
     return float(value) if isinstance(dist, FloatDistribution) else str(value)
 
 
-def bench_dataset(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    data = study_dataset(load_dataset(path))
+def bench_dataset(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    data = study_dataset(load_spec(spec))
     n = len(data.frame)
     sizes = sorted({subset_size(n, f) for f in args.fractions} - {n})
     methods: dict[str, tuple[str | Ranker, int, int]] = {
@@ -125,7 +131,7 @@ def bench_dataset(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             seconds.append(time.perf_counter() - start)
             kept.append(size)
         studies[name] = StudyResult(
-            source=str(path),
+            source=spec,
             metric=data.metrics[0],
             method=name,
             params=list(data.params),
@@ -136,11 +142,11 @@ def bench_dataset(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             seconds=seconds,
         )
         console.print(f"  {name}: {sum(seconds) + full_seconds[name]:.1f} s", highlight=False)
-    return _summary(path, data, studies, full_seconds)
+    return _summary(spec, data, studies, full_seconds)
 
 
 def _summary(
-    path: Path, data: Dataset, studies: dict[str, StudyResult], full_seconds: dict[str, float]
+    spec: str, data: Dataset, studies: dict[str, StudyResult], full_seconds: dict[str, float]
 ) -> dict[str, Any]:
     carver_truth = studies["carver"].truth
     rows = []
@@ -158,8 +164,8 @@ def _summary(
             }
         rows.append(row)
     return {
-        "dataset": path.name,
-        "path": str(path),
+        "dataset": spec_name(spec),
+        "path": spec,
         "metric": data.metrics[0],
         "direction": data.direction(),
         "configurations": len(data.frame),
@@ -200,9 +206,13 @@ def print_table(result: dict[str, Any]) -> None:
     console.print(f"full-data ranking: {full}", highlight=False)
 
 
+def _entry_name(entry: dict[str, Any]) -> str:
+    return spec_name(entry["path"])
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("datasets", nargs="*", type=Path, help="extra dataset files")
+    parser.add_argument("datasets", nargs="*", help="extra dataset specs PATH[@WORKLOAD]")
     parser.add_argument("--fractions", default=DEFAULT_FRACTIONS)
     parser.add_argument("--carver-trials", type=int, default=1000)
     parser.add_argument("--lasso-trials", type=int, default=200)
@@ -211,7 +221,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fanova-trees", type=int, default=64)
     parser.add_argument("--fanova-depth", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only-extra", action="store_true", help="skip the shared datasets")
+    parser.add_argument(
+        "--only-extra", action="store_true", help="skip the default datasets (shared and own)"
+    )
+    add_only_option(parser)
     parser.add_argument("--plots", type=Path, help="write Fig. 5-style curves here")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "importance.json")
     args = parser.parse_args(argv)
@@ -223,31 +236,43 @@ def main(argv: list[str]) -> None:
     args = parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    paths = ([] if args.only_extra else shared_datasets()) + list(args.datasets)
-    if not paths:
+    defaults = [] if args.only_extra else [str(p) for p in shared_datasets()] + own_specs()
+    specs = select(defaults + list(args.datasets), only_patterns(args.only))
+    if not specs:
         sys.exit(f"no datasets: none under {SHARED} and none given")
     results = []
     started = time.perf_counter()
-    for path in paths:
-        console.print(f"{path.name} ...", highlight=False)
-        result = bench_dataset(path, args)
+    for spec in specs:
+        console.print(f"{spec_name(spec)} ...", highlight=False)
+        result = bench_dataset(spec, args)
         print_table(result)
         if args.plots:
             from stortune.importance.plots import plot_study
 
-            plot_study(list(result["_studies"].values()), args.plots / path.stem)
+            plot_study(list(result["_studies"].values()), args.plots / spec_name(spec))
         results.append({k: v for k, v in result.items() if k != "_studies"})
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    settings["datasets"] = [str(p) for p in paths]
+    settings["datasets"] = specs
+    seconds = time.perf_counter() - started
     report = {
         "settings": settings,
         "cpus": os.cpu_count(),
-        "total_seconds": time.perf_counter() - started,
+        "total_seconds": seconds,
         "results": results,
     }
+    if args.only:  # merged: the other datasets' entries and the file's settings stay
+        old = previous(args.out)
+        update = {k: report[k] for k in ("settings", "cpus", "total_seconds")}
+        report = {
+            **report,
+            **old,
+            "results": merge_entries(old.get("results", []), results, _entry_name),
+            "updates": [*old.get("updates", []), update],
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(jsonable(report), indent=2, allow_nan=False) + "\n")
-    console.print(f"\nwrote {args.out} ({report['total_seconds']:.0f} s)", highlight=False)
+    how = "merged into" if args.only else "wrote"
+    console.print(f"\n{how} {args.out} ({seconds:.0f} s)", highlight=False)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark of the performance models (stortune.models) on the shared datasets.
+"""Benchmark of the performance models (stortune.models) on the shared and the project's datasets.
 
 Per dataset and technique, following Noorshams et al. (ICPE'13): goodness of fit (R^2),
 held-out interpolation error (MRE), extrapolation error, and the error reduction that the split
@@ -6,7 +6,14 @@ search brings over default hyperparameters (with a paired t-test over 10 CV fold
 with scikit-learn's RandomForestRegressor at its defaults, the peer a user would pick. Then the
 time of the paper's full split search (k=4, n=5, 10 iterations, 10-fold CV) on 1,000 rows.
 
-    .venv/bin/python bench/models.py [EXTRA_DATASET ...] [--max-rows N] [--quick]
+    .venv/bin/python bench/models.py [PATH[@WORKLOAD] ...] [--max-rows N] [--quick]
+                                     [--only NAME_SUBSTRING ...]
+
+Datasets: the shared moot/PromiseTune CSVs and BestConfig ARFFs, the project's own
+data/localfs-lhs200.csv once per workload when it is there, plus any dataset specs given
+(bench/benchdata.py); entries are named like ``localfs-lhs200@fileserver``. `--only` runs the
+matching datasets and merges their entries into the existing results file (the split-search
+timing then runs only if its dataset, redis, is among them).
 
 Big datasets are subsampled (fixed seed) and the table's searches get a time budget each, so
 that the default run stays near 15 minutes; the output says where that happened. `--timing`
@@ -34,7 +41,15 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from stortune.datasets import load_dataset  # noqa: E402
+from benchdata import (  # noqa: E402
+    add_only_option,
+    merge_entries,
+    only_patterns,
+    own_specs,
+    previous,
+    select,
+)
+
 from stortune.models import available_techniques, technique  # noqa: E402
 from stortune.models.evaluation import Scenario  # noqa: E402
 from stortune.models.study import (  # noqa: E402
@@ -45,6 +60,7 @@ from stortune.models.study import (  # noqa: E402
     prepare,
     search,
 )
+from stortune.sources import load_spec, spec_name  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "datasets"
 RESULTS = ROOT / "bench" / "results" / "models.json"
@@ -59,9 +75,9 @@ def shared_datasets() -> list[Path]:
     )
 
 
-def load(path: Path, max_rows: int) -> tuple[str, pd.DataFrame, np.ndarray, str]:
+def load(spec: str, max_rows: int) -> tuple[str, pd.DataFrame, np.ndarray, str]:
     """(metric, parameters, metric values, note): repetitions averaged, subsampled if big."""
-    data = load_dataset(path).aggregated()
+    data = load_spec(spec).aggregated()
     metric = data.metrics[0]
     known = data.y(metric).notna().to_numpy()
     frame = data.frame.loc[known].reset_index(drop=True)
@@ -115,13 +131,15 @@ HEADER = (
 )
 
 
-def run_table(paths: list[Path], names: list[str], max_rows: int, settings: SearchSettings) -> list:
+def run_table(specs: list[str], names: list[str], max_rows: int, settings: SearchSettings) -> list:
     datasets = []
-    for path in paths:
-        metric, X, y, note = load(path, max_rows)
+    for spec in specs:
+        metric, X, y, note = load(spec, max_rows)
         interpolation, extrapolation, folds = prepare(X, y, 0.1, SEED, 10)
         extrapolation = widest(extrapolation, X, EXTRAPOLATION_PARAMETERS)
-        print(f"\n== {path.name}: {metric}, {len(X)} configurations x {X.shape[1]} parameters")
+        print(
+            f"\n== {spec_name(spec)}: {metric}, {len(X)} configurations x {X.shape[1]} parameters"
+        )
         if note:
             print(f"   ({note})")
         print(
@@ -141,7 +159,8 @@ def run_table(paths: list[Path], names: list[str], max_rows: int, settings: Sear
         print(row(peer), flush=True)
         datasets.append(
             {
-                "dataset": str(path),
+                "dataset": spec,
+                "name": spec_name(spec),
                 "metric": metric,
                 "rows": len(X),
                 "parameters": X.shape[1],
@@ -157,7 +176,7 @@ def run_table(paths: list[Path], names: list[str], max_rows: int, settings: Sear
 def run_timing(path: Path, names: list[str], rows: int) -> list[dict]:
     """The paper's full split search on `rows` rows, per technique, timed; a search still
     running after 10 minutes is stopped there (it did not meet the bar)."""
-    metric, X, y, note = load(path, rows)
+    metric, X, y, note = load(str(path), rows)
     print(f"\n== full split search (k=4, n=5, 10 iterations, 10-fold CV) on {path.name}")
     print(f"   {metric}, {len(X)} rows{'; ' + note if note else ''}; the bar is 10 minutes")
     timings = []
@@ -204,7 +223,7 @@ def finite(value: object) -> object:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("datasets", nargs="*", type=Path, help="extra dataset files")
+    parser.add_argument("datasets", nargs="*", help="extra dataset specs PATH[@WORKLOAD]")
     parser.add_argument("--max-rows", type=int, default=1000, help="subsample bigger datasets")
     parser.add_argument(
         "--budget", type=float, default=6, help="seconds per table search (then best so far)"
@@ -216,8 +235,14 @@ def main() -> None:
         help="techniques whose full split search is timed on 1,000 rows of redis",
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny searches, no timing")
+    add_only_option(parser)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    specs = [str(p) for p in shared_datasets()] + own_specs() + list(args.datasets)
+    specs = select(specs, only_patterns(args.only))
+    timing_data = SHARED / "moot-promisetune" / "redis.csv"  # the one with >= 1,000 configs
+    if args.only and str(timing_data) not in specs:
+        args.timing = []
 
     names = available_techniques()
     settings = SearchSettings(max_seconds=args.budget)
@@ -237,34 +262,42 @@ def main() -> None:
     )
     started = time.perf_counter()
     with threadpool_limits(limits=1):  # many small fits on a shared 2-core machine
-        datasets = run_table(shared_datasets() + args.datasets, names, args.max_rows, settings)
-        timing_data = SHARED / "moot-promisetune" / "redis.csv"  # the one with >= 1,000 configs
+        datasets = run_table(specs, names, args.max_rows, settings)
         timings = run_timing(timing_data, args.timing, 1000) if args.timing else []
     total = time.perf_counter() - started
     print(f"\ntotal {total:.0f} s")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            finite(
-                {
-                    "machine": {
-                        "python": platform.python_version(),
-                        "platform": platform.platform(),
-                    },
-                    "command": ["bench/models.py", *sys.argv[1:]],
-                    "seed": SEED,
-                    "table_search": settings.__dict__,
-                    "datasets": datasets,
-                    "split_search_timing": timings,
-                    "total_seconds": round(total, 1),
-                }
+    report = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "command": ["bench/models.py", *sys.argv[1:]],
+        "seed": SEED,
+        "table_search": settings.__dict__,
+        "datasets": datasets,
+        "split_search_timing": timings,
+        "total_seconds": round(total, 1),
+    }
+    if args.only:  # merged: the file's settings and the other datasets' entries stay
+        for entry in datasets:
+            entry["table_search"] = settings.__dict__  # this run's, which the file may not say
+        old = previous(args.out)
+        keep = ("machine", "command", "seed", "table_search", "total_seconds")
+        update = {k: report[k] for k in keep}
+        update["datasets"] = [e["name"] for e in datasets]
+        report = {
+            **report,
+            **old,
+            "datasets": merge_entries(old.get("datasets", []), datasets, _entry_name),
+            "split_search_timing": merge_entries(
+                old.get("split_search_timing", []), timings, lambda t: t["technique"]
             ),
-            indent=2,
-            default=str,
-        )
-        + "\n"
-    )
-    print(f"wrote {args.out}")
+            "updates": [*old.get("updates", []), update],
+        }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(finite(report), indent=2, default=str) + "\n")
+    print(f"{'merged into' if args.only else 'wrote'} {args.out}")
+
+
+def _entry_name(entry: dict) -> str:
+    return entry.get("name") or spec_name(entry["dataset"])
 
 
 if __name__ == "__main__":

@@ -16,12 +16,17 @@ grids (every config of the inferred space present) are served with ``nearest=Tru
 the dataset lacks gets the nearest stored config's value. It also times a BO proposal at 16
 parameters and 100 observations (the issue's "under 2 s").
 
-Datasets: ../shared/datasets/moot-promisetune/{HSQLDB,PostgreSQL,redis}.csv by default, plus
-any paths given (the project's own measured datasets). BestConfig's ARFF samples (100 LHS
-points each) are left out unless --arff is given: a nearest-neighbour replay of 100 points in
-11-28 dimensions measures the replay more than the tuners.
+Datasets: ../shared/datasets/moot-promisetune/{HSQLDB,PostgreSQL,redis}.csv and the project's
+own data/localfs-lhs200.csv (once per workload, when it is there: an LHS sample of 200 of the
+360 valid configs, so served with nearest=True) by default, plus any dataset specs
+``PATH[@WORKLOAD]`` given (bench/benchdata.py). BestConfig's ARFF samples (100 LHS points each)
+are left out unless --arff is given: a nearest-neighbour replay of 100 points in 11-28
+dimensions measures the replay more than the tuners. Results are keyed by dataset name
+(``localfs-lhs200@fileserver``); --only NAME_SUBSTRING runs the matching datasets and merges
+their entries into the existing results file.
 
-Run: python bench/tuners.py [--seeds 30] [--jobs 2] [--arff] [EXTRA.csv ...]
+Run: python bench/tuners.py [--seeds 30] [--jobs 2] [--arff] [--only NAME_SUBSTRING ...]
+     [PATH[@WORKLOAD] ...]
 (writes bench/results/tuners.json and prints the Markdown table)
 """
 
@@ -40,6 +45,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from benchdata import add_only_option, only_patterns, own_specs, previous, select
+
+from stortune.sources import spec_name
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -58,14 +66,21 @@ def _limit_threads() -> None:
     torch.set_num_threads(1)
 
 
-@functools.lru_cache(maxsize=8)
-def load(path: Path):
-    """(table target over the aggregated dataset, its space, metric, direction, nearest)."""
-    from stortune.datasets import load_dataset
+@functools.lru_cache(maxsize=16)
+def load(spec: str):
+    """(table target over the aggregated dataset, its space, metric, direction, nearest).
+
+    The target serves the objective only (the first metric, relative where there is one), on
+    the configs that have a value for it."""
+    from stortune.datasets import Dataset
+    from stortune.sources import load_spec
     from stortune.space import space_from_dataset
     from stortune.targets.table import TableTarget
 
-    dataset = load_dataset(path).aggregated()
+    full = load_spec(spec).aggregated()
+    metric = full.metrics[0]
+    frame = full.frame.dropna(subset=[metric]).reset_index(drop=True)
+    dataset = Dataset(frame, full.params, [metric], full.directions, full.source)
     space = space_from_dataset(dataset)
     exact = TableTarget(dataset, space)
     full_grid = len(exact.configs()) == space.raw_grid_size(levels=10**9)
@@ -79,11 +94,11 @@ def fraction(value: float, optimum: float, direction: str) -> float:
 
 def campaign(job: tuple[str, str, int, int]) -> dict:
     """One seeded run: the best-so-far fraction after each evaluation."""
-    path, tuner_name, budget, seed = job
+    spec, tuner_name, budget, seed = job
     _limit_threads()
     from stortune.tuners import make_tuner
 
-    target, space, metric, direction, _ = load(Path(path))
+    target, space, metric, direction, _ = load(spec)
     optimum = target.optimum(metric, direction)
     tuner = make_tuner(tuner_name, space, direction, seed, budget)
     curve, best = [], None
@@ -98,7 +113,7 @@ def campaign(job: tuple[str, str, int, int]) -> dict:
             best = value
         curve.append(fraction(best, optimum, direction))
     return {
-        "dataset": path,
+        "dataset": spec,
         "tuner": tuner_name,
         "budget": budget,
         "seed": seed,
@@ -137,12 +152,12 @@ def proposal_seconds(repeats: int = 5) -> float:
     return statistics.median(times)
 
 
-def summarise(runs: list[dict], datasets: list[Path], info: dict) -> dict:
+def summarise(runs: list[dict], datasets: list[str], info: dict) -> dict:
     out: dict = {}
-    for path in datasets:
+    for spec in datasets:
         rows = {}
         for name in TUNERS:
-            mine = [r for r in runs if (r["dataset"], r["tuner"]) == (str(path), name)]
+            mine = [r for r in runs if (r["dataset"], r["tuner"]) == (spec, name)]
             if not mine:
                 continue
             row = {f"best@{b}": statistics.median(r["curve"][b - 1] for r in mine) for b in BUDGETS}
@@ -151,7 +166,7 @@ def summarise(runs: list[dict], datasets: list[Path], info: dict) -> dict:
             row["to95"] = None if math.isinf(reach) else reach
             rows[name] = row
         if rows:
-            out[path.stem] = {**info[str(path)], "tuners": rows}
+            out[spec_name(spec)] = {**info[spec], "tuners": rows}
     return out
 
 
@@ -178,47 +193,62 @@ def markdown(summary: dict, seeds: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("datasets", nargs="*", type=Path, help="extra dataset files")
+    parser.add_argument("datasets", nargs="*", help="extra dataset specs PATH[@WORKLOAD]")
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--arff", action="store_true", help="add BestConfig's ARFF samples")
     parser.add_argument("--tuners", default=",".join(TUNERS), help="comma-separated subset")
+    add_only_option(parser)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     TUNERS[:] = args.tuners.split(",")
-    datasets = [p for p in DEFAULT_DATASETS if p.exists()] + [p.resolve() for p in args.datasets]
+    datasets = [str(p) for p in DEFAULT_DATASETS if p.exists()] + own_specs()
+    datasets += [str(s) for s in args.datasets]
     if args.arff:
-        datasets += sorted((SHARED / "bestconf-samples").glob("*.arff"))
+        datasets += [str(p) for p in sorted((SHARED / "bestconf-samples").glob("*.arff"))]
+    datasets = select(datasets, only_patterns(args.only))
     if not datasets:
         sys.exit("no dataset found (../shared/datasets missing, and none given)")
     info = {}
-    for path in datasets:
-        target, space, metric, direction, nearest = load(path)
-        info[str(path)] = {
+    for spec in datasets:
+        target, space, metric, direction, nearest = load(spec)
+        info[spec] = {
+            "path": spec,
             "metric": metric,
             "direction": direction,
             "parameters": len(space),
             "configs": len(target.configs()),
             "nearest": nearest,
             "optimum": target.optimum(metric, direction),
+            "seeds": args.seeds,
         }
+    old = previous(args.out) if args.only else {}
     result = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jobs": args.jobs},
         "seeds": args.seeds,
         "budgets": BUDGETS,
-        "bo_proposal_seconds_16p_100obs": proposal_seconds(),
     }
+    if "bo_proposal_seconds_16p_100obs" not in old:
+        result["bo_proposal_seconds_16p_100obs"] = proposal_seconds()
+    update = dict(result, datasets=[spec_name(s) for s in datasets], tuners=list(TUNERS))
+    if old:  # merged: the file's settings and the other datasets' entries stay
+        result = {**result, **old, "updates": [*old.get("updates", []), update]}
     started = time.perf_counter()
     runs: list[dict] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for path in datasets:  # results are written after each dataset
-            jobs = [(str(path), t, max(BUDGETS), s) for t in TUNERS for s in range(args.seeds)]
+        for spec in datasets:  # results are written after each dataset
+            jobs = [(spec, t, max(BUDGETS), s) for t in TUNERS for s in range(args.seeds)]
             runs += pool.map(campaign, jobs, chunksize=1)
-            result["wall_seconds"] = time.perf_counter() - started
-            result["datasets"] = summarise(runs, datasets, info)
+            done = summarise(runs, datasets, info)
+            update["wall_seconds"] = time.perf_counter() - started
+            if old:
+                result["datasets"] = {**old.get("datasets", {}), **done}
+            else:
+                result["wall_seconds"] = update["wall_seconds"]
+                result["datasets"] = done
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(markdown(result["datasets"], args.seeds))
+    print(markdown(done, args.seeds))
     seconds = result["bo_proposal_seconds_16p_100obs"]
     print(f"\nBO proposal at 16 parameters, 100 observations: {seconds:.2f} s")
 

@@ -87,3 +87,18 @@ def test_rank_and_model_read_a_campaign_and_say_the_metric_is_relative(
     )
     assert result.exit_code == 0, result.output
     assert "mbs_rel" in result.output and out.exists()
+
+
+def test_metrics_a_workload_never_reports_are_not_its_metrics(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "run.workload": ["sync", "sync", "nosync", "nosync"],
+            "x": [1, 2, 1, 2],
+            "metric.mbs": [10.0, 20.0, 1.0, 2.0],
+            "metric.fsync_ms": [0.5, 0.7, None, None],
+        }
+    )
+    path = tmp_path / "w.csv"
+    frame.to_csv(path, index=False)
+    assert load_source(path, workload="sync").metrics == ["mbs", "fsync_ms"]
+    assert load_source(path, workload="nosync").metrics == ["mbs"]

@@ -9,7 +9,13 @@ Analyses (ranking, models, tuner benchmarks) should not care whether the runs ca
   so analyses use it unless the user names another metric or asks for raw values (`raw=True`).
 * **One workload at a time.** A sweep over several workloads mixes rows whose metric means
   different things; the caller names the workload to analyse when there is more than one.
-  Failed and disturbed runs are left out.
+  Failed and disturbed runs are left out, and so are metrics the chosen workload never
+  reports.
+
+Benchmarks name a dataset file and its workload in one string, a *dataset spec*
+``PATH[@WORKLOAD]`` (``data/localfs-lhs200.csv@fileserver``): `load_spec` loads one,
+`spec_name` names its results (``localfs-lhs200@fileserver``), `workload_specs` lists one spec per
+workload of a file.
 """
 
 from __future__ import annotations
@@ -25,6 +31,15 @@ from stortune.store import Campaign, Store
 RELATIVE_SUFFIX = "_rel"
 WORKLOAD_COLUMN = f"{RUN_PREFIX}workload"
 STATUS_COLUMN = f"{RUN_PREFIX}status"
+SPEC_SEPARATOR = "@"
+
+
+class WorkloadChoiceError(DatasetError):
+    """The data holds runs of several workloads and none was chosen."""
+
+    def __init__(self, message: str, workloads: list[str]) -> None:
+        super().__init__(message)
+        self.workloads = workloads
 
 
 def campaign_frame(store: Store, campaign: Campaign, include_failed: bool = True) -> pd.DataFrame:
@@ -66,12 +81,57 @@ def load_source(
         frame = dataset.frame
     frame = _only_ok(frame)
     frame = _one_workload(frame, workload, dataset.source)
-    order = list(dataset.metrics)
+    # a metric this workload never reports (fsync latencies of one that never syncs) is not one
+    # of its metrics: replaying it would fail every run
+    order = [m for m in dataset.metrics if frame[m].notna().any()] or list(dataset.metrics)
     if not raw and not metrics:
         order.sort(key=lambda m: not m.endswith(RELATIVE_SUFFIX))  # stable: relative ones first
     return Dataset(
         frame.reset_index(drop=True), dataset.params, order, dataset.directions, dataset.source
     )
+
+
+def split_spec(spec: str | Path) -> tuple[Path, str | None]:
+    """A dataset spec ``PATH[@WORKLOAD]`` as (path, workload or None).
+
+    A spec that names an existing file as a whole is that file, even with an ``@`` in its name.
+    """
+    text = str(spec)
+    path, sep, workload = text.rpartition(SPEC_SEPARATOR)
+    if not sep or Path(text).exists() or "/" in workload:
+        return Path(text), None
+    if not path or not workload:
+        raise DatasetError(f"{text!r}: a dataset spec is PATH or PATH{SPEC_SEPARATOR}WORKLOAD")
+    return Path(path), workload
+
+
+def spec_name(spec: str | Path) -> str:
+    """The name results of a spec go by: the file's stem, then ``@workload`` if one is named."""
+    path, workload = split_spec(spec)
+    return path.stem if workload is None else f"{path.stem}{SPEC_SEPARATOR}{workload}"
+
+
+def load_spec(spec: str | Path) -> Dataset:
+    """The dataset a spec names: `load_source` of its file, only the ok runs of its workload,
+    relative metrics first. A file with several workloads needs one named in the spec."""
+    path, workload = split_spec(spec)
+    try:
+        return load_source(path, workload=workload)
+    except WorkloadChoiceError as exc:
+        choices = ", ".join(f"{path}{SPEC_SEPARATOR}{w}" for w in exc.workloads)
+        raise DatasetError(
+            f"{path} holds runs of several workloads: name one ({choices})"
+        ) from None
+
+
+def workload_specs(path: str | Path) -> list[str]:
+    """One spec per workload with ok runs in the file (``PATH@WORKLOAD``, sorted by workload);
+    just ``PATH`` for a file without a workload column."""
+    frame = _only_ok(load_dataset(path).frame)
+    if WORKLOAD_COLUMN not in frame.columns:
+        return [str(path)]
+    names = sorted(frame[WORKLOAD_COLUMN].dropna().astype(str).unique())
+    return [f"{path}{SPEC_SEPARATOR}{name}" for name in names]
 
 
 def is_relative(metric: str) -> bool:
@@ -103,9 +163,10 @@ def _one_workload(frame: pd.DataFrame, workload: str | None, source: str) -> pd.
     names = sorted(frame[WORKLOAD_COLUMN].astype(str).unique())
     if workload is None:
         if len(names) > 1:
-            raise DatasetError(
+            raise WorkloadChoiceError(
                 f"{source} holds runs of several workloads ({', '.join(names)}): "
-                "choose one with --workload"
+                "choose one with --workload",
+                names,
             )
         return frame
     if workload not in names:
