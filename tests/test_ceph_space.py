@@ -207,3 +207,21 @@ def test_conf_command_prints_the_expert_config_as_ceph_conf() -> None:
     for command in ("space", "up", "down", "status", "conf"):
         help_text = CliRunner().invoke(app, ["ceph", command, "--help"]).output
         assert "Example: stortune ceph " + command in help_text
+
+
+def test_object_store_sizes_in_whole_device_blocks_are_searched_over_powers_of_two() -> None:
+    def size_option(name: str) -> dict:
+        return {"name": name, "type": "size", "min": "", "max": "", "services": ["osd"]}
+
+    flush = build(size_option("bluefs_min_flush_size"), 524288)
+    assert flush.kind is Kind.ORDINAL
+    assert all(v % 4096 == 0 and v & (v - 1) == 0 for v in flush.values)
+    assert min(flush.values) == 131072 and max(flush.values) == 2097152  # default / 4 .. x 4
+    odd = build(size_option("bluefs_odd_size"), 5000)  # not whole blocks: a plain integer
+    assert odd.kind is Kind.INT
+    elsewhere = build(size_option("osd_map_share_size"), 8192)  # not the object store's
+    assert elsewhere.kind is Kind.INT
+
+
+def test_the_device_block_size_is_washed_out() -> None:
+    assert "bdev_block_size" not in load_space("ceph")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from stortune.space import Parameter
+from stortune.space import Kind, Parameter
 
 # (expression, why): the source of each is in its message.
 KNOWN: list[tuple[str, str]] = [
@@ -38,10 +38,6 @@ KNOWN: list[tuple[str, str]] = [
     (
         "osd_max_write_size * 1048576 <= osd_client_message_size_cap",
         "a write (osd_max_write_size, MiB) larger than the client message cap is never admitted",
-    ),
-    (
-        "bdev_block_size <= bluestore_min_alloc_size",
-        "BlueStore allocates whole device blocks",
     ),
 ]
 
@@ -88,6 +84,13 @@ def conditions(params: Mapping[str, Parameter]) -> dict[str, str]:
     return out
 
 
+def _comparable(p: Parameter) -> bool:
+    """Numbers on a line: numeric parameters and ordinals of numbers (powers-of-two sizes)."""
+    return p.is_numeric or (
+        p.kind is Kind.ORDINAL and all(isinstance(v, int | float) for v in p.values)
+    )
+
+
 def constraints(params: Mapping[str, Parameter]) -> list[tuple[str, str]]:
     """(expression, message) for the known constraints and min/max pairs that apply."""
     out = [(expr, why) for expr, why in KNOWN if names_in(expr) <= params.keys()]
@@ -95,7 +98,7 @@ def constraints(params: Mapping[str, Parameter]) -> list[tuple[str, str]]:
         for a, b in (("_min_", "_max_"), ("_min", "_max")):
             other = name.replace(a, b, 1) if a in name else None
             high = params.get(other) if other and other != name else None
-            if high is None or not (low.is_numeric and high.is_numeric):
+            if high is None or not (_comparable(low) and _comparable(high)):
                 continue
             if high.default and low.default <= high.default:
                 out.append((f"{name} <= {other}", "a minimum must not exceed its maximum"))

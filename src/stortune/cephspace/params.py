@@ -5,7 +5,10 @@ are given and the range is narrow next to its default (at most 16 times the defa
 magnitude); otherwise a default-relative range, [default/4, 4 x default] (log-scaled), or for a
 zero default (usually "off" or "automatic") [0, `ZERO_HIGH`], marked ``extendable`` so that BO's
 dynamic bounds can grow it, with the declared min/max (or 0) as hard limits. Sizes that must be
-powers of two (allocation and block sizes) become ordinals of powers of two in the same range.
+powers of two (allocation and block sizes) become ordinals of powers of two in the same range,
+and so do the object store's byte sizes whose default is a whole number of 4 KiB device blocks
+(BlueFS runways, flush and prefetch sizes, BlueStore caches): an unaligned value there made
+ceph-osd abort at mkfs with ``FAILED ceph_assert(is_valid_io(off, len))`` on this machine.
 
 Layer: the daemon that reads the option (``osd``, ``mon``, ``mgr``; ``client`` for librados
 and the objecter, read by each new rados bench process; ``common`` for all). Cost: ``reformat``
@@ -38,6 +41,8 @@ _INTEGER_TYPES = {"int", "uint", "size", "secs", "millisecs"}
 _UNITS = {"size": "bytes", "secs": "s", "millisecs": "ms"}
 _UNIT_OVERRIDES = {"osd_max_write_size": "MiB"}  # a "size" counted in megabytes
 _POWER_OF_TWO = re.compile(r"(alloc|block)_size$")
+_OBJECT_STORE = ("bluefs_", "bluestore_", "bdev_")
+_DEVICE_BLOCK = 4096
 _UNUSABLE_VALUES = {"", "debug_random", "zoned"}  # enum values this deployment cannot use
 _WIDE = 16.0  # a declared range wider than this many defaults is searched default-relative
 _SCALE = 4.0
@@ -98,6 +103,15 @@ def _declared(option: Option, key: str) -> float | None:
     return value if math.isfinite(value) and abs(value) < 2**62 else None
 
 
+def _block_sized(option: Option, default: float) -> bool:
+    """An object-store size counted in whole device blocks (module docstring)."""
+    return (
+        option["type"] == "size"
+        and option["name"].startswith(_OBJECT_STORE)
+        and default % _DEVICE_BLOCK == 0
+    )
+
+
 def build(
     option: Option, default: Any, observed: Mapping[str, bool] | None = None
 ) -> Parameter | None:
@@ -150,7 +164,11 @@ def _numeric(option: Option, default: float, common: dict[str, Any]) -> Paramete
     if integer:
         low, high = math.floor(low), math.ceil(high)
     low, high = min(low, default), max(high, default)
-    if integer and _POWER_OF_TWO.search(option["name"]) and default > 0:
+    if (
+        integer
+        and default > 0
+        and (_POWER_OF_TWO.search(option["name"]) or _block_sized(option, default))
+    ):
         powers = [2**k for k in range(int(math.log2(max(low, 1))), int(math.log2(high)) + 1)]
         values = sorted({p for p in powers if low <= p <= high} | {int(default)})
         return Parameter(kind=Kind.ORDINAL, values=tuple(values), **common)

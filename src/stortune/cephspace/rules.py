@@ -121,6 +121,9 @@ WASH: list[Rule] = [
         _flags("no_mon_update", "cluster_create"),
     ),
     ("machine placement (NUMA, CRUSH layout)", _name(r"numa|(^|_)crush(_|$)|_affinity")),
+    # the device's logical block size, not a choice: 8192 on a 4 KiB device aborts ceph-osd
+    # at mkfs (seen on this machine)
+    ("a property of the device", lambda o, _c: o["name"] == "bdev_block_size"),
 ]
 
 _UNUSED_SERVICES = {

@@ -11,7 +11,12 @@ Two modes:
 
 Applying a config: options that differ from the space's defaults (the values the cluster runs
 with) go to the monitor's config database (``config set``; one place, so nothing in a ceph.conf
-shadows them); daemons that read a changed startup option are restarted, the OSDs re-created
+shadows them), each in the sections of the daemons that read it (an OSD option under ``osd``, a
+common one under ``mon``, ``mgr``, ``osd`` and the benchmark's client ``client.bench``; client
+options under ``client.bench``), never under ``global``: stortune's own control connection
+(``client.admin``) must not receive tuned values (a changed ``librados_thread_count`` pushed to
+it at runtime aborts it with "Resource deadlock avoided"); daemons that read a changed startup
+option are restarted, the OSDs re-created
 (a fresh local cluster) for options read at mkfs, the bench pool re-made for ``pg_per_osd``;
 then every OSD must be up, every PG active+clean and the cluster HEALTH_OK within
 `health_timeout`, and each daemon must report the new values. A config that fails any of that
@@ -53,6 +58,14 @@ DEFAULT_STATE_DIR = "/var/lib/stortune"
 MODES = ("local", "existing")
 POOL_LAYER = "pool"
 DAEMON_LAYERS = {"osd": ("osd",), "mon": ("mon",), "mgr": ("mgr",), "common": ("mon", "mgr", "osd")}
+BENCH_CLIENT = "client.bench"  # the name rados bench runs under: it gets the client options
+LAYER_SECTIONS = {
+    "osd": ("osd",),
+    "mon": ("mon",),
+    "mgr": ("mgr",),
+    "client": (BENCH_CLIENT,),
+    "common": ("mon", "mgr", "osd", BENCH_CLIENT),
+}
 _SPEC_KEYS = (
     "mode",
     "osds",
@@ -178,7 +191,7 @@ class CephTarget(Target):
         """A fresh local cluster whose config database holds the baseline and `settings`."""
         assert self._cluster is not None
         self._db = {**self._found_values(), **settings}
-        self._cluster.create(self._db)
+        self._cluster.create(self._db, {name: self.sections_of(name) for name in self._db})
         self._osd_ids = list(range(self.osds))
         self._make_pool(pg_per_osd)
         wait_healthy(self.client, self.health_timeout, self.osds, alive=self._cluster.check_alive)
@@ -305,18 +318,32 @@ class CephTarget(Target):
         data = self.client.json("mgr", "dump") or {}
         return [data["active_name"]] if data.get("active_name") else []
 
+    def sections_of(self, name: str) -> tuple[str, ...]:
+        """Where an option goes in the config database: the section it was found in, else the
+        sections of its layer's readers (module docstring), else global."""
+        if name in self._found:
+            return (self._found[name][0],)
+        space = getattr(self.space, "parent", self.space)
+        layer = space[name].layer if name in space else ""
+        return LAYER_SECTIONS.get(layer, ("global",))
+
     def _write(self, wanted: Mapping[str, str]) -> None:
-        """Bring the config database to `wanted` (which always holds the found settings);
-        each option is set in the section it was found in, else in global."""
+        """Bring the config database to `wanted` (which always holds the found settings)."""
         sections: dict[str, dict[str, str]] = {}
         for name, value in wanted.items():
             if self._db.get(name) != value:
-                sections.setdefault(self._found.get(name, ("global", ""))[0], {})[name] = value
-        removed = [n for n in self._db if n not in wanted]
+                for section in self.sections_of(name):
+                    sections.setdefault(section, {})[name] = value
+        removed: dict[str, list[str]] = {}
+        for name in self._db:
+            if name not in wanted:
+                for section in self.sections_of(name):
+                    removed.setdefault(section, []).append(name)
         self._db = {**self._db, **wanted}  # until done, anything either holds may be set
         for section, settings in sections.items():
             self.client.config_set(settings, who=section)
-        self.client.config_rm(removed)
+        for section, names in removed.items():
+            self.client.config_rm(names, who=section)
         self._db = dict(wanted)
 
     def _restart(self, daemons: list[str]) -> None:
@@ -441,7 +468,7 @@ class CephTarget(Target):
             self._wait_healthy()
         except TargetError as exc:
             return Measurement.failed(f"before the run: {exc}")
-        argv = self.client.rados_argv(self.pool)
+        argv = [*self.client.rados_argv(self.pool), "--name", BENCH_CLIENT]
         samplers = [SystemSampler(self._own_disks()), perf.ClusterSampler(self)]
         measurement = workload.run(argv, timeout, samplers=samplers)
         measurement.info.update(mode=self.mode, osds=len(self._osd_ids), pool=self.pool)

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from stortune.errors import TargetError
@@ -35,6 +35,13 @@ from stortune.targets.cephcluster.conf import plumbing_conf
 BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd"}
 STATE_FILE = "cluster.json"
 _STOP_SECONDS = 60.0
+_ABORT_REASON = re.compile(r"FAILED ceph_assert|what\(\):|terminate called|Assertion .* failed")
+
+
+def _is_error_line(line: str) -> bool:
+    return "ERROR" in line or " -1 " in line or "error" in line.lower()
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -64,9 +71,12 @@ class LocalCluster:
         return self.root / "run" / f"ceph-{name}.asok"
 
     # ---- creation -------------------------------------------------------------------------
-    def create(self, settings: Mapping[str, str]) -> None:
+    def create(
+        self, settings: Mapping[str, str], sections: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
         """Make and start a fresh cluster whose config database holds `settings` before any
-        OSD is made (options that only take effect at mkfs need that)."""
+        OSD is made (options that only take effect at mkfs need that), each option in the
+        `sections` named for it (default: global)."""
         if self.root.exists() and any(p.name != "owner.lock" for p in self.root.iterdir()):
             raise TargetError(f"{self.root} is not empty: refusing to make a cluster there")
         for sub in ("mon/a", "mgr/x", "run", "log", "crash"):
@@ -84,7 +94,12 @@ class LocalCluster:
             "making the monitor",
         )
         self.start(["mon.a"])
-        self.client.config_set(settings)
+        by_section: dict[str, dict[str, str]] = {}
+        for name, value in settings.items():
+            for section in (sections or {}).get(name, ("global",)):
+                by_section.setdefault(section, {})[name] = value
+        for section, values in by_section.items():
+            self.client.config_set(values, who=section)
         self.start(["mgr.x"])
         self._make_osds()
 
@@ -151,16 +166,18 @@ class LocalCluster:
             raise TargetError(f"{name} exited: {self.log_line(name)}")
 
     def log_line(self, name: str) -> str:
-        """The most telling line a daemon logged: its last error, else its last line."""
+        """The most telling line a daemon logged: the assertion or exception that aborted it,
+        else its last error, else its last line ("Caught signal (Aborted)" says nothing)."""
         texts = []
         for path in (self.root / "log" / f"{name}.out", self.root / "log" / f"ceph-{name}.log"):
             with contextlib.suppress(OSError):
                 texts.append(path.read_text(errors="replace")[-20000:])
         text = _ANSI.sub("", "\n".join(texts))
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        for line in reversed(lines):
-            if "ERROR" in line or " -1 " in line or "error" in line.lower():
-                return line[-300:]
+        for telling in (_ABORT_REASON.search, _is_error_line):
+            for line in reversed(lines):
+                if telling(line):
+                    return line[-300:]
         return lines[-1][-300:] if lines else "(nothing logged)"
 
     def stop(self, names: Iterable[str]) -> list[str]:
