@@ -60,7 +60,11 @@ def verdict(name: str) -> tuple[str, str] | None:
         ("osd_pool_default_pg_num", "pruned", "pool creation default (the target makes its pool)"),
         ("bluestore_block_db_size", "pruned", "separate DB/WAL device not in use"),
         ("osd_op_num_shards_hdd", "pruned", "media-specific variant (its generic option is tuned)"),
-        ("osd_mclock_max_capacity_iops_ssd", "pruned", "variant for the other kind of media"),
+        (
+            "osd_mclock_max_capacity_iops_ssd",
+            "washed",
+            "measured by the OSD at startup (stored for osd.N, over any tuned value)",
+        ),
     ],
 )
 def test_options_that_must_not_be_tuned_are_washed_or_pruned(name, kind, reason) -> None:
@@ -93,7 +97,7 @@ def test_bounds_declared_or_default_relative_and_extendable(generated) -> None:
     target = space["osd_memory_target"]  # declared min only: a hard bound
     assert target.low == target.hard_low == 939524096 and target.extendable
     alloc = space["bluestore_min_alloc_size"]  # powers of two around the _hdd default
-    assert alloc.kind is Kind.ORDINAL and alloc.values == (1024, 2048, 4096, 8192, 16384)
+    assert alloc.kind is Kind.ORDINAL and alloc.values == (4096, 8192, 16384)  # >= a block
 
 
 def test_generic_options_take_the_media_default_and_the_target_baseline(generated) -> None:
@@ -110,7 +114,12 @@ def test_constraints_and_conditions_of_table_1(generated) -> None:
     assert "bluestore_cache_kv_ratio + bluestore_cache_meta_ratio <= 1" in texts
     assert "pg_per_osd <= mon_max_pg_per_osd" in texts
     assert "osd_min_pg_log_entries <= osd_max_pg_log_entries" in texts
-    assert "osd_memory_base + osd_memory_cache_min <= osd_memory_target" in texts
+    bundled = {c.describe() for c in load_space("ceph").constraints}
+    assert any(
+        "osd_memory_base + osd_memory_cache_min"
+        " <= osd_memory_target * (1 - osd_memory_expected_fragmentation)" in c
+        for c in bundled
+    )
     assert not any("ms_async_max_op_threads" in t for t in texts)  # not an option in Pacific
     assert space["osd_mclock_profile"].condition.text == "osd_op_queue == 'mclock_scheduler'"
     assert space["bluestore_cache_size"].condition.text == "not bluestore_cache_autotune"
@@ -225,3 +234,34 @@ def test_object_store_sizes_in_whole_device_blocks_are_searched_over_powers_of_t
 
 def test_the_device_block_size_is_washed_out() -> None:
     assert "bdev_block_size" not in load_space("ceph")
+
+
+def test_allocation_sizes_never_go_below_the_device_block() -> None:
+    alloc = load_space("ceph")["bluestore_min_alloc_size"]
+    assert min(alloc.values) == 4096 and alloc.default == 4096
+
+
+def test_options_mclock_profiles_set_themselves_are_not_tuned_under_them() -> None:
+    space = load_space("ceph")
+    wpq = space.validate({"osd_op_queue": "wpq"})
+    assert "osd_max_backfills" in wpq and "osd_mclock_profile" not in wpq
+    builtin = space.validate({"osd_op_queue": "mclock_scheduler"})
+    assert builtin["osd_mclock_profile"] == "high_client_ops"
+    assert "osd_max_backfills" not in builtin  # the profile sets it (a tuned value is overridden)
+    assert "osd_mclock_scheduler_client_res" not in builtin
+    custom = space.validate({"osd_op_queue": "mclock_scheduler", "osd_mclock_profile": "custom"})
+    assert "osd_mclock_scheduler_client_res" in custom
+
+
+def test_the_cache_autotuner_keeps_room_for_base_and_minimum_cache() -> None:
+    space = load_space("ceph")
+    aborted_here = {  # made ceph-osd abort with PriorityCache mem_avail < 0 on this machine
+        "bluestore_cache_autotune": True,
+        "osd_memory_target": 3015703721,
+        "osd_memory_base": 1941604776,
+        "osd_memory_cache_min": 304658966,
+        "osd_memory_expected_fragmentation": 0.733,
+    }
+    with pytest.raises(ConfigError, match="osd_memory_expected_fragmentation"):
+        space.validate(aborted_here)
+    space.validate({**aborted_here, "osd_memory_expected_fragmentation": 0.15})

@@ -28,8 +28,10 @@ KNOWN: list[tuple[str, str]] = [
         "SAPPHIRE Table 1: PGs per OSD within the monitor's limit, or pool creation is refused",
     ),
     (
-        "osd_memory_base + osd_memory_cache_min <= osd_memory_target",
-        "osd_memory_target's documentation: at least osd_memory_base + osd_memory_cache_min",
+        "osd_memory_base + osd_memory_cache_min"
+        " <= osd_memory_target * (1 - osd_memory_expected_fragmentation)",
+        "the cache autotuner's share of the target after fragmentation must hold the base and "
+        "the minimum cache (else ceph-osd aborts: PriorityCache mem_avail >= 0)",
     ),
     (
         "osd_heartbeat_interval < osd_heartbeat_grace",
@@ -43,7 +45,16 @@ KNOWN: list[tuple[str, str]] = [
 
 # (parameter name pattern, condition): the option takes effect only when the condition holds.
 CONDITIONS: list[tuple[str, str]] = [
+    # mclock's built-in profiles set these themselves (a tuned value is overridden: seen here);
+    # only the custom profile reads them
+    (r"^osd_mclock_scheduler_", "osd_mclock_profile == 'custom'"),
     (r"^osd_mclock_", "osd_op_queue == 'mclock_scheduler'"),
+    # ... and these the profile sets too (left to it under mclock)
+    (
+        r"^osd_(max_backfills|recovery_max_active|recovery_sleep|delete_sleep|snap_trim_sleep"
+        r"|scrub_sleep)$",
+        "osd_op_queue != 'mclock_scheduler'",
+    ),
     (r"^bluestore_compression_(?!mode$)", "bluestore_compression_mode != 'none'"),
     (r"^compressor_zlib_", "bluestore_compression_algorithm == 'zlib'"),
     (r"^compressor_zstd_", "bluestore_compression_algorithm == 'zstd'"),

@@ -8,7 +8,8 @@ dynamic bounds can grow it, with the declared min/max (or 0) as hard limits. Siz
 powers of two (allocation and block sizes) become ordinals of powers of two in the same range,
 and so do the object store's byte sizes whose default is a whole number of 4 KiB device blocks
 (BlueFS runways, flush and prefetch sizes, BlueStore caches): an unaligned value there made
-ceph-osd abort at mkfs with ``FAILED ceph_assert(is_valid_io(off, len))`` on this machine.
+ceph-osd abort at mkfs with ``FAILED ceph_assert(is_valid_io(off, len))`` on this machine, as
+did an allocation size below the 4 KiB device block (``bdev_block_size <= min_alloc_size``).
 
 Layer: the daemon that reads the option (``osd``, ``mon``, ``mgr``; ``client`` for librados
 and the objecter, read by each new rados bench process; ``common`` for all). Cost: ``reformat``
@@ -42,6 +43,7 @@ _UNITS = {"size": "bytes", "secs": "s", "millisecs": "ms"}
 _UNIT_OVERRIDES = {"osd_max_write_size": "MiB"}  # a "size" counted in megabytes
 _POWER_OF_TWO = re.compile(r"(alloc|block)_size$")
 _OBJECT_STORE = ("bluefs_", "bluestore_", "bdev_")
+_ALLOCATION = re.compile(r"^(bluefs|bluestore)_.*_alloc_size$")
 _DEVICE_BLOCK = 4096
 _UNUSABLE_VALUES = {"", "debug_random", "zoned"}  # enum values this deployment cannot use
 _WIDE = 16.0  # a declared range wider than this many defaults is searched default-relative
@@ -171,6 +173,8 @@ def _numeric(option: Option, default: float, common: dict[str, Any]) -> Paramete
     ):
         powers = [2**k for k in range(int(math.log2(max(low, 1))), int(math.log2(high)) + 1)]
         values = sorted({p for p in powers if low <= p <= high} | {int(default)})
+        if _ALLOCATION.search(option["name"]):  # nothing below one device block
+            values = [v for v in values if v >= min(_DEVICE_BLOCK, default)]
         return Parameter(kind=Kind.ORDINAL, values=tuple(values), **common)
     hard_low = lo if lo is not None else (0 if default >= 0 else None)
     if integer:

@@ -124,6 +124,10 @@ WASH: list[Rule] = [
     # the device's logical block size, not a choice: 8192 on a 4 KiB device aborts ceph-osd
     # at mkfs (seen on this machine)
     ("a property of the device", lambda o, _c: o["name"] == "bdev_block_size"),
+    (
+        "measured by the OSD at startup (stored for osd.N, over any tuned value)",
+        _name(r"^osd_mclock_(max_capacity_iops|force_run_benchmark_on_init|skip_benchmark)"),
+    ),
 ]
 
 _UNUSED_SERVICES = {
@@ -143,6 +147,7 @@ _SELECTORS = {
     "ms_public_type",
     "ms_cluster_type",
     "bdev_type",
+    "bdev_aio",  # false aborts ceph-osd at mkfs: "non-aio not supported" (KernelDevice.cc)
     "bluestore_bluefs",
     "mon_keyvaluedb",
     "device_failure_prediction_mode",

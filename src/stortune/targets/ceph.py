@@ -372,7 +372,10 @@ class CephTarget(Target):
         by_daemon: dict[str, list[str]] = {}
         for name in sorted(changed & set(wanted) & set(space.names)):
             layer = space[name].layer
-            for daemon in self._daemons({layer}) if layer in DAEMON_LAYERS else ():
+            # Monitors and managers read some common startup options (thp, heartbeat_interval)
+            # only from ceph.conf, before the config database: those count on the OSDs.
+            readers = {"osd"} if layer == "common" else {layer}
+            for daemon in self._daemons(readers) if layer in DAEMON_LAYERS else ():
                 by_daemon.setdefault(daemon, []).append(name)
         # Runtime values arrive with the next config push, and a restarted manager opens its
         # admin socket a little after the cluster counts it as active.

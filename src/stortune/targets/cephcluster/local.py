@@ -35,7 +35,9 @@ from stortune.targets.cephcluster.conf import plumbing_conf
 BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd"}
 STATE_FILE = "cluster.json"
 _STOP_SECONDS = 60.0
-_ABORT_REASON = re.compile(r"FAILED ceph_assert|what\(\):|terminate called|Assertion .* failed")
+_ABORT_REASON = re.compile(
+    r"FAILED ceph_assert|ceph_abort_msg|what\(\):|terminate called|Assertion .* failed"
+)
 
 
 def _is_error_line(line: str) -> bool:
