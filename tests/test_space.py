@@ -128,3 +128,16 @@ def test_subspace_holds_the_other_parameters(toy_space: Space) -> None:
     assert sub.is_valid({"inode_size": 1024})
     assert not sub.is_valid({"inode_size": 2048})  # held block_size 1024 still constrains
     assert sub.full_config({"commit": 9})["block_size"] == 1024
+
+
+def test_a_log_scaled_float_pinned_to_one_value_decodes_to_that_value() -> None:
+    """Found by tuning Ceph: a pinned log-scaled range [86400, 86400] decoded to
+    86399.99999999993 (exp(log(x)) != x), which the range check then refused."""
+    import dataclasses
+
+    from stortune.space import Kind, Parameter
+
+    p = Parameter("interval", Kind.FLOAT, low=21600.0, high=345600.0, log=True, default=86400.0)
+    pinned = dataclasses.replace(p, low=86400.0, high=86400.0)
+    for u in (0.0, 0.3, 1.0):
+        assert pinned.check(pinned.from_unit(u)) == 86400.0

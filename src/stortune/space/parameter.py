@@ -170,8 +170,9 @@ class Parameter:
         """The value at position `u` of [0, 1] (clipped), rounded for discrete kinds."""
         u = min(max(float(u), 0.0), 1.0)
         if self.kind is Kind.FLOAT:
-            if self.log:
-                return float(math.exp(_lerp(u, math.log(self.low), math.log(self.high))))
+            if self.log:  # exp(log(x)) is not always x: keep the result inside the range
+                value = math.exp(_lerp(u, math.log(self.low), math.log(self.high)))
+                return float(min(max(value, self.low), self.high))
             return float(_lerp(u, self.low, self.high))
         if self.kind is Kind.INT:
             lo, hi = int(self.low), int(self.high)
