@@ -5,6 +5,7 @@ a minute; the fixture removes any cluster this test process left behind, also on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -45,7 +46,7 @@ def test_tune_ceph_compares_default_best_and_a_config_file_then_recommends(
     no_cluster_left: None, tmp_path: Path
 ) -> None:
     bundled = load_space("ceph")
-    space = Space("ceph-mini", [bundled[n] for n in PARAMS])
+    space = Space("ceph-mini", [dataclasses.replace(bundled[n], condition=None) for n in PARAMS])
     space_file = tmp_path / "space.yaml"
     space_file.write_text(yaml.safe_dump(space.to_dict(), sort_keys=False))
     compare = tmp_path / "mine.yaml"
