@@ -285,7 +285,7 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
         [None],
         {"default": space.default_config(), "best": outcome.best_config},
         repetitions=3,
-    )
+    )["best"]
     default_score = 10 - (1 - 3) ** 2
     best_score = 10 - (outcome.best_config["x"] - 3) ** 2
     assert gain.gain == pytest.approx(best_score / default_score - 1)

@@ -98,10 +98,11 @@ def remeasure(
     timeout: float | None = None,
     on_run: Callable[[], None] | None = None,
     space_yaml: str | None = None,
-) -> Gain:
+) -> dict[str, Gain]:
     """Measure `configs` ({"default": ..., "best": ..., other labels ...}) interleaved and
     store the runs; `space_yaml` is the whole space when the campaign tuned a pinned one (its
-    default is the one that counts, and `recommend` renders against it). Returns best's gain."""
+    default is the one that counts, and `recommend` renders against it). Returns each label's
+    gain over the default: always best's, and those of the compared configs that ran."""
     missing = [label for label in LABELS if label not in configs]
     if missing:
         raise StortuneError(f"re-measuring needs a {' and a '.join(missing)} config")
@@ -140,7 +141,15 @@ def remeasure(
             summary.to_dict(),
         )
     store.set_status(campaign.id, "finished")
-    return gain(tuned.metric, tuned.direction, values["default"], values["best"])
+    best = gain(tuned.metric, tuned.direction, values["default"], values["best"])
+    return {
+        "best": best,
+        **{
+            label: gain(tuned.metric, tuned.direction, values["default"], measured, label=label)
+            for label, measured in values.items()
+            if label not in LABELS and measured
+        },
+    }
 
 
 def _measure(

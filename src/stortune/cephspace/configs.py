@@ -49,7 +49,11 @@ def read_config_file(name_or_path: str | Path) -> dict[str, Any]:
 def load_config(name_or_path: str | Path, space: Space) -> Config:
     """The config a file holds, checked against `space` (unknown options and bad values are
     errors that name them)."""
-    doc = read_config_file(name_or_path)
+    return config_of(read_config_file(name_or_path), name_or_path, space)
+
+
+def config_of(doc: dict[str, Any], name_or_path: str | Path, space: Space) -> Config:
+    """The config of a document `read_config_file` read, checked against `space`."""
     values = {
         name: entry["value"] if isinstance(entry, dict) else entry
         for name, entry in doc["config"].items()

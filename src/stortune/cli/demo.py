@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
                     {"default": default, "best": outcome.best_config},
                     repetitions=3,
                     timeout=settings.timeout,
-                )
+                )["best"]
                 finding = f"best config changes {changed}"
             else:
                 finding = f"no config beat the default in {outcome.trials} evaluations"

@@ -48,7 +48,6 @@ from stortune.verify import (
     recommended_config,
     remeasure,
     stored_gain,
-    stored_gains,
 )
 
 RANK_METHODS = ("carver", "lasso")
@@ -161,14 +160,15 @@ def pareto_rows(db: Store, campaign: Campaign, objectives: list[ObjectiveSpec]) 
 
 def compared_configs(files: list[str], space: Space) -> dict[str, Config]:
     """Configs to re-measure beside default and best, by the name their file gives."""
-    from stortune.cephspace.configs import load_config, read_config_file
+    from stortune.cephspace.configs import config_of, read_config_file
 
     out: dict[str, Config] = {}
     for item in files:
-        label = str(read_config_file(item).get("name") or Path(item).stem)
+        doc = read_config_file(item)
+        label = str(doc.get("name") or Path(item).stem)
         if label in out or label in ("default", "best"):
             raise StortuneError(f"--compare {item}: the label {label!r} is taken; rename it")
-        out[label] = load_config(item, space)
+        out[label] = config_of(doc, item, space)
     return out
 
 
@@ -194,7 +194,7 @@ def verify_with_progress(
     timeout: float,
     space_yaml: str | None,
     quiet: bool,
-) -> Gain:
+) -> dict[str, Gain]:
     with Progress(
         TextColumn(f"[bold]re-measuring {', '.join(configs)}"),
         BarColumn(),
@@ -416,13 +416,12 @@ def register(app: typer.Typer) -> None:
                 configs = {"default": whole.default_config(), "best": outcome.best_config}
                 configs.update(compared)
                 space_yaml = yaml.safe_dump(whole.to_dict(), sort_keys=False)
-                gain = verify_with_progress(
+                gains = verify_with_progress(
                     db, experiment, checker, configs, verify, timeout, space_yaml, quiet
                 )
+                gain = gains.pop("best")
                 report["gain"] = gain.to_dict()
-                others = {
-                    k: g for k, g in stored_gains(db, experiment.campaign).items() if k != "best"
-                }
+                others = gains
                 report["compared"] = {k: g.to_dict() for k, g in others.items()}
                 if not json_out:
                     for g in [gain, *others.values()]:
