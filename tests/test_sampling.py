@@ -108,3 +108,40 @@ def test_unknown_method_and_bad_n(toy_space: Space) -> None:
         sample(toy_space, "sobol", 4)
     with pytest.raises(StortuneError, match="at least 1"):
         sample(toy_space, "lhs", 0)
+
+
+FEW_LEVELS = """
+name: few
+parameters:
+  a: {type: categorical, values: [x, y], default: x}
+  b: {type: ordinal, values: [1, 2, 3], default: 1}
+  c: {type: categorical, values: [p, q], default: p}
+"""
+
+
+def test_random_and_factorial_leave_out_excluded_configs() -> None:
+    space = parse_space(FEW_LEVELS)
+    everything = sample(space, "factorial", 0).configs
+    measured = {config_key(c) for c in everything[:5]}
+    rest = sample(space, "factorial", 0, exclude=measured).configs
+    assert len(rest) == len(everything) - 5
+    assert not {config_key(c) for c in rest} & measured
+    drawn = sample(space, "random", 7, seed=1, exclude=measured)
+    keys = [config_key(c) for c in drawn.configs]
+    assert len(keys) == 7 == len(set(keys)) and not set(keys) & measured
+    # asking for more than are left gives what is left, and says so
+    short = sample(space, "random", 10, seed=1, exclude=measured)
+    assert len(short.configs) == 7 and "only 7 distinct" in short.notes[0]
+
+
+def test_exclusion_is_refused_for_designs_that_cannot_honour_it() -> None:
+    space = parse_space(FEW_LEVELS)
+    with pytest.raises(StortuneError, match="random and factorial designs, not 'lhs'"):
+        sample(space, "lhs", 4, exclude={"{}"})
+
+
+def test_lhs_over_few_levels_says_how_many_configs_are_distinct() -> None:
+    design = latin_hypercube(parse_space(FEW_LEVELS), 12, seed=0)
+    distinct = len({config_key(c) for c in design.configs})
+    assert distinct < 12
+    assert f"12 rows hold {distinct} distinct configs" in design.notes[-1]

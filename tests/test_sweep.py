@@ -190,11 +190,82 @@ def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandT
     trial = store.trials(sweep.campaign.id)[1]
     now = time.time()
     store.add_run(
-        sweep.campaign.id, trial.id, workload="default", repetition=0, status="disturbed",
-        metrics={"mbs": 1.0}, started_at=now, ended_at=now, error="another benchmark",
-    )  # fmt: skip
+        sweep.campaign.id,
+        trial.id,
+        workload="default",
+        repetition=0,
+        status="disturbed",
+        metrics={"mbs": 1.0},
+        started_at=now,
+        ended_at=now,
+        error="another benchmark",
+    )
     Sweep.resume(store, "r").run()
     slot = store.trial_runs(trial.id)
     assert [r.status for r in slot] == ["ok"]
     kept = slot[0].info["replaced_disturbed"]  # what the placeholder measured is not lost
     assert kept[0]["reason"] == "another benchmark" and kept[0]["metrics"] == {"mbs": 1.0}
+
+
+def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    space_file = tmp_path / "drift.yaml"
+    space_file.write_text(SPACE)
+    script = tmp_path / "b.py"
+    script.write_text("import json, sys\nprint(json.dumps({'mbs': float(sys.argv[1])}))\n")
+    common = [
+        "--store",
+        db,
+        "--space",
+        str(space_file),
+        "--command",
+        f"{sys.executable} {script} {{level}}",
+        "-o",
+        "mbs:max",
+        "-r",
+        "1",
+        "--reference-every",
+        "0",
+        "--no-check-disturbance",
+        "--json",
+    ]
+    first = runner.invoke(
+        app, ["sweep", *common, "--design", "factorial", "-n", "2", "--name", "first"]
+    )
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(
+        app,
+        [
+            "sweep",
+            *common,
+            "--design",
+            "factorial",
+            "--exclude-measured",
+            "first",
+            "--name",
+            "second",
+        ],
+    )
+    assert second.exit_code == 0, second.output
+    with Store(db) as store:
+        levels = {
+            name: sorted(
+                t.config["level"] for t in store.trials(store.campaign(name).id) if t.seq
+            )  # seq 0 is the reference config's trial
+            for name in ("first", "second")
+        }
+    assert levels == {"first": [1.0, 1.5], "second": [2.0, 3.0]}
+    again = runner.invoke(
+        app,
+        [
+            "sweep",
+            *common,
+            "--design",
+            "factorial",
+            "--exclude-measured",
+            "first",
+            "--exclude-measured",
+            "second",
+        ],
+    )
+    assert "no configs left to measure" in str(again.exception)

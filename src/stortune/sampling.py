@@ -13,6 +13,9 @@ All of them return only valid configs. How each handles constraints:
 * **monte_carlo**: independent uniform draws, invalid ones drawn again, duplicates kept (SeRRa's
   Monte Carlo choice of request sizes is of this kind).
 * **factorial**: the full-factorial grid with conditions and constraints applied.
+
+`random` and `factorial` can leave out configs measured before (`exclude`, a set of
+`config_key`s), so a second sweep adds only new configs to a dataset.
 """
 
 from __future__ import annotations
@@ -40,16 +43,28 @@ class Design:
     notes: list[str] = field(default_factory=list)
 
 
-def sample(space: Space, method: str, n: int, seed: int | None = 0, levels: int = 3) -> Design:
-    """Dispatch by method name (one of METHODS)."""
+def sample(
+    space: Space,
+    method: str,
+    n: int,
+    seed: int | None = 0,
+    levels: int = 3,
+    exclude: set[str] | frozenset[str] = frozenset(),
+) -> Design:
+    """Dispatch by method name (one of METHODS); `exclude` only for random and factorial."""
+    if exclude and method not in ("random", "factorial"):
+        raise StortuneError(
+            f"leaving out measured configs works with the random and factorial designs, "
+            f"not {method!r}"
+        )
     if method == "lhs":
         return latin_hypercube(space, n, seed)
     if method == "random":
-        return random_configs(space, n, seed)
+        return random_configs(space, n, seed, exclude)
     if method == "montecarlo":
         return monte_carlo(space, n, seed)
     if method == "factorial":
-        configs = list(space.grid(levels))
+        configs = [c for c in space.grid(levels) if config_key(c) not in exclude]
         if n:
             configs = configs[:n]
         points = np.array([space.encode(c) for c in configs]).reshape(len(configs), len(space))
@@ -77,6 +92,12 @@ def latin_hypercube(space: Space, n: int, seed: int | None = 0) -> Design:
     if resampled:
         design.notes.append(
             f"{resampled} of {n} rows were resampled uniformly (constraints too tight for swaps)"
+        )
+    distinct = len({config_key(c) for c in configs})
+    if distinct < n:
+        design.notes.append(
+            f"{n} rows hold {distinct} distinct configs (parameters with few levels repeat "
+            f"combinations; the random design draws distinct ones)"
         )
     return design
 
@@ -179,11 +200,14 @@ class _SwapRepair:
             return self.BROKEN
 
 
-def random_configs(space: Space, n: int, seed: int | None = 0) -> Design:
-    """n distinct valid configs drawn uniformly (fewer if the space has fewer)."""
+def random_configs(
+    space: Space, n: int, seed: int | None = 0, exclude: set[str] | frozenset[str] = frozenset()
+) -> Design:
+    """n distinct valid configs drawn uniformly, none of them in `exclude` (fewer if the space has
+    fewer)."""
     _check_n(n)
     rng = np.random.default_rng(seed)
-    seen: set[str] = set()
+    seen: set[str] = set(exclude)
     configs: list[Config] = []
     points: list[np.ndarray] = []
     misses = 0

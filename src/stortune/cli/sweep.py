@@ -24,7 +24,7 @@ from stortune.cli.common import (
 )
 from stortune.errors import StortuneError
 from stortune.experiment import Event, Objective
-from stortune.sampling import sample
+from stortune.sampling import config_key, sample
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
@@ -55,6 +55,13 @@ def run_sweep(sweep: Sweep, quiet: bool) -> None:
         sweep.run()
 
 
+def _measured_keys(db: Store, campaigns: list[str]) -> set[str]:
+    """The configs the named campaigns tried (their reference config too), as `config_key`s."""
+    return {
+        config_key(trial.config) for name in campaigns for trial in db.trials(db.campaign(name).id)
+    }
+
+
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     @target_options.with_target_options
@@ -70,6 +77,12 @@ def register(app: typer.Typer) -> None:
         levels: int = typer.Option(3, help="factorial: grid levels for numeric parameters."),
         limit: int = typer.Option(
             0, "--limit", "-n", help="At most this many configs (lhs/random: how many)."
+        ),
+        exclude_measured: list[str] = typer.Option(
+            [],
+            "--exclude-measured",
+            help="Leave out the configs this stored campaign measured (random and factorial "
+            "designs; repeatable), so a second sweep adds only new configs.",
         ),
         repetitions: int = typer.Option(2, "--repetitions", "-r", help="Runs per config."),
         reference_every: int = target_options.REFERENCE_EVERY,
@@ -100,7 +113,14 @@ def register(app: typer.Typer) -> None:
                 if not space:
                     raise StortuneError("a new sweep needs --space")
                 s = load_space(space)
-                configs = sample(s, design, limit, seed, levels).configs
+                measured = _measured_keys(db, exclude_measured)
+                drawn = sample(s, design, limit, seed, levels, exclude=measured)
+                configs = drawn.configs
+                if not configs:
+                    raise StortuneError(
+                        f"no configs left to measure: {', '.join(exclude_measured)} measured "
+                        f"every config of the design"
+                    )
                 workloads = targets.workloads()
                 runtime = targets.runtime
                 runs = len(configs) * repetitions * len(workloads)
@@ -111,7 +131,12 @@ def register(app: typer.Typer) -> None:
                     "runs": runs,
                     "workloads": [w.name if w else "default" for w in workloads],
                     "estimated_hours": sweep_time_estimate(runs, runtime) / 3600,
+                    "excluded_configs": len(measured),
+                    "notes": drawn.notes,
                 }
+                if not json_out:
+                    for note in drawn.notes:
+                        console.print(f"note: {note}", highlight=False)
                 if dry_run:
                     if json_out:
                         print_json(plan)
