@@ -269,3 +269,12 @@ def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) 
         ],
     )
     assert "no configs left to measure" in str(again.exception)
+    out = tmp_path / "both.csv"
+    exported = runner.invoke(app, ["export", "first", "second", "-o", str(out), "--store", db])
+    assert exported.exit_code == 0, exported.output
+    frame = pd.read_csv(out)
+    assert frame.groupby("run.campaign")["level"].apply(lambda s: sorted(set(s))).to_dict() == {
+        "first": [1.0, 1.5],
+        "second": [2.0, 3.0],
+    }
+    assert frame["run.id"].is_unique

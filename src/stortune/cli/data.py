@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pandas as pd
 import typer
 import yaml
 from rich.table import Table
@@ -101,28 +102,41 @@ def register(app: typer.Typer) -> None:
 
     @app.command("export")
     def export_command(
-        campaign: str = typer.Argument(..., help="Campaign name."),
+        campaigns: list[str] = typer.Argument(
+            ..., help="Campaign name; several are exported into one table."
+        ),
         out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet."),
         store: str = StoreOption,
         ok_only: bool = typer.Option(False, "--ok-only", help="Leave out failed runs."),
     ) -> None:
         """Export a campaign as a tidy table: one row per run, parameter columns, `metric.*`
-        columns and `run.*` bookkeeping columns. For a campaign with reference runs, the
-        objective also comes relative to the reference measured around each run (`_rel`).
+        columns and `run.*` bookkeeping columns (`run.campaign` names the campaign). For a
+        campaign with reference runs, the objective also comes relative to the reference
+        measured around each run (`_rel`), each campaign against its own reference runs.
 
         Example: stortune export demo -o demo.csv
+
+        Example: stortune export localfs-lhs200 localfs-more70 -o data/localfs.csv
         """
+        frames = []
         with Store(store) as db:
-            frame = campaign_frame(db, db.campaign(campaign), include_failed=not ok_only)
-        if frame.empty:
-            raise StortuneError(f"campaign {campaign!r} has no runs to export")
+            for name in campaigns:
+                frame = campaign_frame(db, db.campaign(name), include_failed=not ok_only)
+                if frame.empty:
+                    raise StortuneError(f"campaign {name!r} has no runs to export")
+                frame.insert(0, "run.campaign", name)
+                frames.append(frame)
+        frame = pd.concat(frames, ignore_index=True)
         if out.suffix.lower() in (".parquet", ".pq"):
             frame.to_parquet(out, index=False)
         elif out.suffix.lower() == ".csv":
             frame.to_csv(out, index=False)
         else:
             raise StortuneError(f"{out}: write .csv or .parquet")
-        console.print(f"wrote {len(frame)} runs of {campaign!r} to {out}", highlight=False)
+        console.print(
+            f"wrote {len(frame)} runs of {', '.join(map(repr, campaigns))} to {out}",
+            highlight=False,
+        )
 
     @app.command("import")
     def import_command(
