@@ -4,7 +4,9 @@ For each dataset and each tuner (bo, ddpg, bestconfig, Optuna's TPE, random, LHS
 `--seeds` seeded campaigns and reports the median, over the seeds, of the best value found as
 a fraction of the dataset's global optimum (1.0 = found it; for a minimised metric the fraction
 is optimum / best) after 10, 30 and 100 evaluations, and the median number of evaluations
-needed to reach 95% of the optimum (">100" when the median run did not). The budgets are read
+needed to reach 95% and 99% of the optimum (">100" when the median run did not). 95% is the
+issue's mark; on datasets where a few random configs already reach it, 99% is the one that
+tells tuners apart. The budgets are read
 off one 100-evaluation run per seed (its best-so-far curve), not separate runs: on this 2-core
 machine separate runs would cost 40% more. A tuner told a budget of 10 would size its initial
 design smaller (bo, bestconfig, lhs), so the @10 and @30 columns are what a 100-evaluation
@@ -57,7 +59,7 @@ DEFAULT_DATASETS = [
 ]
 TUNERS = ["bo", "ddpg", "bestconfig", "tpe", "random", "lhs"]
 BUDGETS = [10, 30, 100]  # read off one run of the largest
-TARGET_FRACTION = 0.95
+TARGET_FRACTIONS = (0.95, 0.99)
 
 
 def _limit_threads() -> None:
@@ -122,8 +124,13 @@ def campaign(job: tuple[str, str, int, int]) -> dict:
     }
 
 
-def to_reach(curve: list[float]) -> float:
-    return next((i + 1 for i, f in enumerate(curve) if f >= TARGET_FRACTION), math.inf)
+def to_reach(curve: list[float], target: float) -> float:
+    """Evaluations until the best-so-far fraction reaches `target` (inf: never)."""
+    return next((i + 1 for i, f in enumerate(curve) if f >= target), math.inf)
+
+
+def reach_key(target: float) -> str:
+    return f"to{round(target * 100)}"
 
 
 def proposal_seconds(repeats: int = 5) -> float:
@@ -162,27 +169,40 @@ def summarise(runs: list[dict], datasets: list[str], info: dict) -> dict:
                 continue
             row = {f"best@{b}": statistics.median(r["curve"][b - 1] for r in mine) for b in BUDGETS}
             row["seconds"] = statistics.median(r["seconds"] for r in mine)
-            reach = statistics.median(to_reach(r["curve"]) for r in mine)
-            row["to95"] = None if math.isinf(reach) else reach
+            for target in TARGET_FRACTIONS:
+                reach = statistics.median(to_reach(r["curve"], target) for r in mine)
+                row[reach_key(target)] = None if math.isinf(reach) else reach
             rows[name] = row
         if rows:
             out[spec_name(spec)] = {**info[spec], "tuners": rows}
     return out
 
 
+def reach_cell(row: dict, target: float) -> str:
+    """A table cell: the evaluations, ">100" when the median run never got there, "-" for an
+    entry of an older run that did not record this target."""
+    if reach_key(target) not in row:
+        return "-"
+    reach = row[reach_key(target)]
+    return f">{max(BUDGETS)}" if reach is None else f"{reach:g}"
+
+
 def markdown(summary: dict, seeds: int) -> str:
     lines = [
         f"Median over {seeds} seeds: best value found as a fraction of the dataset's optimum "
-        f"after 10/30/100 evaluations, and evaluations needed to reach {TARGET_FRACTION:.0%}.",
+        f"after 10/30/100 evaluations, and evaluations needed to reach "
+        + " and ".join(f"{t:.0%}" for t in TARGET_FRACTIONS)
+        + ".",
         "",
-        "| dataset | tuner | @10 | @30 | @100 | evals to 95% |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| dataset | tuner | @10 | @30 | @100 | "
+        + " | ".join(f"evals to {t:.0%}" for t in TARGET_FRACTIONS)
+        + " |",
+        "| --- | --- | --- | --- | --- |" + " --- |" * len(TARGET_FRACTIONS),
     ]
     for name, data in summary.items():
         label = f"{name} ({data['configs']} configs{', nearest' if data['nearest'] else ''})"
         for tuner, row in data["tuners"].items():
-            reach = row["to95"]
-            reach_text = f">{max(BUDGETS)}" if reach is None else f"{reach:g}"
+            reach_text = " | ".join(reach_cell(row, t) for t in TARGET_FRACTIONS)
             lines.append(
                 f"| {label} | {tuner} | {row['best@10']:.3f} | {row['best@30']:.3f} | "
                 f"{row['best@100']:.3f} | {reach_text} |"
