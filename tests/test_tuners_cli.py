@@ -180,6 +180,18 @@ def test_rank_budget_sets_how_many_configs_the_ranking_samples(files: dict) -> N
         "--rank", "lasso", "--rank-budget", "9", "--top-k", "2", "--verify", "0",
         "--name", "r1", "--json",
     )  # fmt: skip
-    assert len(json.loads(out)["ranking"]["tuned"]) == 2
+    ranking = json.loads(out)["ranking"]
+    assert len(ranking["tuned"]) == 2
+    assert ranking["configs"] == 9 and ranking["warning"] is None  # 9 configs, 4 parameters
     with Store(files["store"]) as db:
         assert len(db.trials(db.campaign("r1-rank").id)) == 9
+
+
+def test_a_ranking_from_fewer_configs_than_parameters_is_flagged(files: dict) -> None:
+    out = invoke(
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--tuner", "random", "--budget", "2", "-r", "1",
+        "--rank", "lasso", "--rank-budget", "3", "--top-k", "2", "--verify", "0",
+    )  # fmt: skip
+    assert "ranking from 3 configs" in out
+    assert "warning: the ranking saw 3 configs for 4 parameters" in " ".join(out.split())

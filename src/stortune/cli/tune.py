@@ -80,8 +80,9 @@ def rank_space(
     objective: Objective,
     sample: Any,
     needed: int | None = None,
-) -> tuple[Space, list[str], Config]:
-    """The space to tune: the top `k` free, the rest pinned. Samples (by calling `sample(n)`)
+) -> tuple[Space, list[str], Config, int]:
+    """The space to tune: the top `k` free, the rest pinned, and how many configs the ranking
+    saw. Samples (by calling `sample(n)`)
     when the store has fewer than `needed` distinct configs (default: max(20, 2 x parameters);
     Lasso ranks with fewer samples than parameters, as SAPPHIRE did on Ceph)."""
     from stortune.importance import rank_dataset
@@ -104,7 +105,18 @@ def rank_space(
     best_row = means.sort_values(objective.metric, ascending=objective.direction == "min").iloc[0]
     held = {n: _plain(best_row[n]) for n in space.names if n not in free} if hold == "best" else {}
     held = {n: v for n, v in held.items() if v is not None}
-    return pin(space, free, held), free, held
+    return pin(space, free, held), free, held, len(means)
+
+
+def thin_ranking_warning(configs: int, parameters: int) -> str | None:
+    """Why a ranking from fewer configs than parameters deserves doubt (measured on Ceph: 18
+    configs for 439 options put monitor timeouts and scrub thresholds in the top 16)."""
+    if configs >= parameters:
+        return None
+    return (
+        f"the ranking saw {configs} configs for {parameters} parameters: beyond the strongest "
+        f"few, its order is mostly noise; a larger --rank-budget makes it worth more"
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -378,16 +390,25 @@ def register(app: typer.Typer) -> None:
                             quiet=quiet,
                         )
 
-                    tuned_space, free, held = rank_space(
+                    tuned_space, free, held, seen = rank_space(
                         db, whole, rank, top_k, hold, goal, sample, rank_budget
                     )
-                    report["ranking"] = {"method": rank, "tuned": free, "pinned": held}
+                    warning = thin_ranking_warning(seen, len(whole))
+                    report["ranking"] = {
+                        "method": rank,
+                        "tuned": free,
+                        "pinned": held,
+                        "configs": seen,
+                        "warning": warning,
+                    }
                     if not json_out:
                         console.print(
-                            f"{rank} ranking: tuning {', '.join(free)}; "
+                            f"{rank} ranking from {seen} configs: tuning {', '.join(free)}; "
                             f"{len(held)} other parameter(s) pinned ({hold} values)",
                             highlight=False,
                         )
+                        if warning:
+                            console.print(f"warning: {warning}", highlight=False)
                 experiment = Experiment.start(
                     db, name, tuned_space, built, loads, goal, tuner, settings, seed
                 )
