@@ -213,39 +213,17 @@ def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) 
     space_file.write_text(SPACE)
     script = tmp_path / "b.py"
     script.write_text("import json, sys\nprint(json.dumps({'mbs': float(sys.argv[1])}))\n")
-    common = [
-        "--store",
-        db,
-        "--space",
-        str(space_file),
-        "--command",
-        f"{sys.executable} {script} {{level}}",
-        "-o",
-        "mbs:max",
-        "-r",
-        "1",
-        "--reference-every",
-        "0",
-        "--no-check-disturbance",
-        "--json",
-    ]
-    first = runner.invoke(
-        app, ["sweep", *common, "--design", "factorial", "-n", "2", "--name", "first"]
-    )
+    common = ["--store", db, "--space", str(space_file), "--command",
+              f"{sys.executable} {script} {{level}}", "-o", "mbs:max", "-r", "1",
+              "--reference-every", "0", "--no-check-disturbance", "--json",
+              "--design", "factorial"]  # fmt: skip
+
+    def sweep(*args: str):
+        return runner.invoke(app, ["sweep", *common, *args])
+
+    first = sweep("-n", "2", "--name", "first")
     assert first.exit_code == 0, first.output
-    second = runner.invoke(
-        app,
-        [
-            "sweep",
-            *common,
-            "--design",
-            "factorial",
-            "--exclude-measured",
-            "first",
-            "--name",
-            "second",
-        ],
-    )
+    second = sweep("--exclude-measured", "first", "--name", "second")
     assert second.exit_code == 0, second.output
     with Store(db) as store:
         levels = {
@@ -255,19 +233,7 @@ def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) 
             for name in ("first", "second")
         }
     assert levels == {"first": [1.0, 1.5], "second": [2.0, 3.0]}
-    again = runner.invoke(
-        app,
-        [
-            "sweep",
-            *common,
-            "--design",
-            "factorial",
-            "--exclude-measured",
-            "first",
-            "--exclude-measured",
-            "second",
-        ],
-    )
+    again = sweep("--exclude-measured", "first", "--exclude-measured", "second")
     assert "no configs left to measure" in str(again.exception)
     out = tmp_path / "both.csv"
     exported = runner.invoke(app, ["export", "first", "second", "-o", str(out), "--store", db])
