@@ -10,8 +10,8 @@ time of the paper's full split search (k=4, n=5, 10 iterations, 10-fold CV) on 1
                                      [--only NAME_SUBSTRING ...]
 
 Datasets: the shared moot/PromiseTune CSVs and BestConfig ARFFs, the project's own
-data/localfs-lhs200.csv once per workload when it is there, plus any dataset specs given
-(bench/benchdata.py); entries are named like ``localfs-lhs200@fileserver``. `--only` runs the
+data/localfs.csv once per workload when it is there, plus any dataset specs given
+(bench/benchdata.py); entries are named like ``localfs@fileserver``. `--only` runs the
 matching datasets and merges their entries into the existing results file (the split-search
 timing then runs only if its dataset, redis, is among them).
 
@@ -97,7 +97,7 @@ def widest(scenarios: list[Scenario], X: pd.DataFrame, count: int) -> list[Scena
 def forest() -> object:
     """RandomForestRegressor at its defaults, one-hot encoding any text columns first."""
     encode = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), lambda X: list(X.select_dtypes("object"))),
+        (OneHotEncoder(handle_unknown="ignore"), lambda X: list(X.select_dtypes(exclude="number"))),
         remainder="passthrough",
     )
     return make_pipeline(encode, RandomForestRegressor(random_state=SEED))
