@@ -2,8 +2,8 @@
 by default, `--only`, and how a partial run is merged into an existing results file.
 
 Datasets are specs ``PATH[@WORKLOAD]`` (`stortune.sources.load_spec`), named in results by
-`stortune.sources.spec_name` (``localfs-lhs200@fileserver``). The project's own measured dataset,
-``data/localfs-lhs200.csv``, is included by default when it is there, once per workload.
+`stortune.sources.spec_name` (``localfs@fileserver``). The project's own measured dataset,
+``data/localfs.csv``, is included by default when it is there, once per workload.
 
 ``--only NAME`` (repeatable, or a comma list) keeps the datasets whose name contains one of the
 substrings (case-insensitive) and merges their entries into the existing results file: entries
@@ -26,7 +26,7 @@ from typing import Any
 from stortune.sources import spec_name, workload_specs
 
 REPO = Path(__file__).resolve().parents[1]
-OWN_DATASET = REPO / "data" / "localfs-lhs200.csv"
+OWN_DATASET = REPO / "data" / "localfs.csv"
 
 
 def own_specs() -> list[str]:

@@ -1,7 +1,7 @@
 """How few runs find the same top parameters? Carver vs Lasso vs Optuna's fANOVA (the peer).
 
 For every dataset (the shared moot/PromiseTune CSVs and BestConfig ARFFs, the project's own
-data/localfs-lhs200.csv once per workload when it is there, plus any dataset specs
+data/localfs.csv once per workload when it is there, plus any dataset specs
 ``PATH[@WORKLOAD]`` given as arguments; see bench/benchdata.py), each method ranks all
 configurations (its own ground truth, timed), then random subsets at each fraction (Carver's
 section 5.4 study). The subsets are the same for every method (`draw_subsets` is seeded by size

@@ -19,12 +19,12 @@ the dataset lacks gets the nearest stored config's value. It also times a BO pro
 parameters and 100 observations (the issue's "under 2 s").
 
 Datasets: ../shared/datasets/moot-promisetune/{HSQLDB,PostgreSQL,redis}.csv and the project's
-own data/localfs-lhs200.csv (once per workload, when it is there: an LHS sample of 200 of the
-360 valid configs, so served with nearest=True) by default, plus any dataset specs
+own data/localfs.csv (once per workload, when it is there: 216 of the 360 valid configs,
+so served with nearest=True) by default, plus any dataset specs
 ``PATH[@WORKLOAD]`` given (bench/benchdata.py). BestConfig's ARFF samples (100 LHS points each)
 are left out unless --arff is given: a nearest-neighbour replay of 100 points in 11-28
 dimensions measures the replay more than the tuners. Results are keyed by dataset name
-(``localfs-lhs200@fileserver``); --only NAME_SUBSTRING runs the matching datasets and merges
+(``localfs@fileserver``); --only NAME_SUBSTRING runs the matching datasets and merges
 their entries into the existing results file.
 
 Run: python bench/tuners.py [--seeds 30] [--jobs 2] [--arff] [--only NAME_SUBSTRING ...]

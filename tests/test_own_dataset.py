@@ -1,14 +1,14 @@
-"""The project's own dataset, data/localfs-lhs200.csv (data/README.md): what the analyses find on
+"""The project's own dataset, data/localfs.csv (data/README.md): what the analyses find on
 it, and the dataset specs (``PATH@WORKLOAD``) the benchmarks name it by.
 
-The assertions are the robust facts of the data, checked on a partial export (120 of the 200
-configs, one repetition) and on random 75% subsets of it, so that they hold for the full export:
+The assertions are the robust facts of the data, checked on a partial export (120 of the LHS
+configs, one repetition), on random 75% subsets of it, and on the full 216 configs:
 
 * fileserver (2/3 of the I/O is reads of 128 KiB files, the set twice the page-cache cap):
-  read-ahead off costs 2.7x (read_ahead_kb alone explains about half the variance between
-  configs), the file system 1.7x (btrfs slowest); dirty_ratio and atime are within noise.
+  read-ahead off costs 2.8x (read_ahead_kb alone explains about half the variance between
+  configs), the file system 1.8x (btrfs slowest); dirty_ratio and atime (1.3x) rank low.
 * mailserver (16 KiB writes, each fsynced): the file system is almost everything (btrfs about
-  14x slower than ext4/xfs, 85-90% of the variance); read-ahead and dirty_ratio do nothing.
+  14x slower than ext4/xfs, 85-90% of the variance); read-ahead and dirty_ratio rank low.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from stortune.tuners import make_tuner
 
 torch.set_num_threads(1)
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "localfs-lhs200.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "localfs.csv"
 RELATIVE = "total.bw_mbs_rel"
 PARAMS = ["fs", "journal_mode", "atime", "scheduler", "read_ahead_kb", "dirty_ratio"]
 
@@ -60,14 +60,14 @@ def rankings(data: Dataset) -> dict[str, list[str]]:
 
 
 def test_a_spec_names_the_file_and_the_workload() -> None:
-    assert split_spec("data/localfs-lhs200.csv@fileserver") == (
-        Path("data/localfs-lhs200.csv"),
+    assert split_spec("data/localfs.csv@fileserver") == (
+        Path("data/localfs.csv"),
         "fileserver",
     )
-    assert split_spec("data/localfs-lhs200.csv") == (Path("data/localfs-lhs200.csv"), None)
-    assert spec_name(f"{DATA}@mailserver") == "localfs-lhs200@mailserver"
+    assert split_spec("data/localfs.csv") == (Path("data/localfs.csv"), None)
+    assert spec_name(f"{DATA}@mailserver") == "localfs@mailserver"
     assert spec_name("../shared/datasets/moot-promisetune/HSQLDB.csv") == "HSQLDB"
-    for bad in ("data/localfs-lhs200.csv@", "@fileserver"):
+    for bad in ("data/localfs.csv@", "@fileserver"):
         with pytest.raises(DatasetError, match="PATH@WORKLOAD"):
             split_spec(bad)
 
@@ -148,8 +148,8 @@ def test_a_tree_predicts_held_out_configs(fileserver: Dataset, mailserver: Datas
 
 
 def test_bo_finds_a_near_optimal_fileserver_config_in_30_runs(fileserver: Dataset) -> None:
-    """As bench/tuners.py drives a campaign: the aggregated dataset replayed, nearest=True (an
-    LHS sample, not the full grid), the objective only."""
+    """As bench/tuners.py drives a campaign: the aggregated dataset replayed, nearest=True
+    (216 of the 360 valid configs, not the full grid), the objective only."""
     agg = fileserver.aggregated()
     frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
     data = Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)

@@ -13,8 +13,8 @@ Analyses (ranking, models, tuner benchmarks) should not care whether the runs ca
   reports.
 
 Benchmarks name a dataset file and its workload in one string, a *dataset spec*
-``PATH[@WORKLOAD]`` (``data/localfs-lhs200.csv@fileserver``): `load_spec` loads one,
-`spec_name` names its results (``localfs-lhs200@fileserver``), `workload_specs` lists one spec per
+``PATH[@WORKLOAD]`` (``data/localfs.csv@fileserver``): `load_spec` loads one,
+`spec_name` names its results (``localfs@fileserver``), `workload_specs` lists one spec per
 workload of a file.
 """
 

@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune export demo -o demo.csv
 
-        Example: stortune export localfs-lhs200 localfs-more70 -o data/localfs.csv
+        Example: stortune export localfs-lhs200 localfs-random70 -o data/localfs.csv
         """
         frames = []
         with Store(store) as db:

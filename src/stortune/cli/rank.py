@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune rank --from runs.csv --method carver --stop rsd --plots figs/
 
-        Example: stortune rank --from localfs-lhs200 --workload fileserver --method lasso
+        Example: stortune rank --from data/localfs.csv --workload fileserver --method lasso
 
         Example: stortune rank --budget 40 --space localfs -w mailserver --runtime 5
         """
@@ -217,7 +217,7 @@ def register(app: typer.Typer) -> None:
         the spread (best value's mean over the worst's), Welch's p-value between them, and the
         median repeat RSD of a config.
 
-        Example: stortune effects --from localfs-lhs200 --workload fileserver --markdown
+        Example: stortune effects --from data/localfs.csv --workload fileserver --markdown
         """
         from stortune.effects import main_effects
 
