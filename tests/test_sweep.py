@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stortune.cli import app
+from stortune.cli.sweep import completed_runs, counts_toward_progress
 from stortune.experiment import Event
 from stortune.reference import campaign_relative
 from stortune.sampling import sample
@@ -174,7 +175,10 @@ def test_disturbed_runs_are_measured_again_and_replaced(
     )
     configs = sample(space, "factorial", 0).configs
     sweep = Sweep.start(store, "d", space, drifting, [None], "mbs", "max", configs, settings)
+    advanced: list[Event] = []
+    sweep.on_event = lambda e: advanced.append(e) if counts_toward_progress(e) else None
     sweep.run()
+    assert len(advanced) == sweep.total_runs == len(configs)  # the progress bar ends at 100%
     runs = [r for t in store.trials(sweep.campaign.id)[1:] for r in t.runs]
     assert len(runs) == len(configs) and {r.status for r in runs} == {"ok"}
     redone = [r for r in runs if r.info.get("disturbed_attempts")]
@@ -200,7 +204,10 @@ def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandT
         ended_at=now,
         error="another benchmark",
     )
-    Sweep.resume(store, "r").run()
+    resumed = Sweep.resume(store, "r")
+    assert completed_runs(resumed) == 0  # the disturbed slot is still to do
+    resumed.run()
+    assert completed_runs(resumed) == len(configs)
     slot = store.trial_runs(trial.id)
     assert [r.status for r in slot] == ["ok"]
     kept = slot[0].info["replaced_disturbed"]  # what the placeholder measured is not lost

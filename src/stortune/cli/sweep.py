@@ -26,12 +26,25 @@ from stortune.errors import StortuneError
 from stortune.experiment import Event, Objective
 from stortune.sampling import config_key, sample
 from stortune.space import load_space
-from stortune.store import Store
+from stortune.store import DISTURBED, Store
 from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
 
 
+def completed_runs(sweep: Sweep) -> int:
+    """Design runs done: a disturbed run leaves its slot open (it is measured again), and the
+    reference config's runs (trial 0) come on top of the design."""
+    trials = sweep.store.trials(sweep.campaign.id)[1:]
+    return sum(r.status != DISTURBED for t in trials for r in t.runs)
+
+
+def counts_toward_progress(event: Event) -> bool:
+    """Whether a run event fills a slot of the design (as `completed_runs` counts them)."""
+    disturbed = event.measurement is not None and event.measurement.status == DISTURBED
+    return event.seq != 0 and not disturbed
+
+
 def run_sweep(sweep: Sweep, quiet: bool) -> None:
-    done = sum(1 for t in sweep.store.trials(sweep.campaign.id)[1:] for _ in t.runs)
+    done = completed_runs(sweep)
     with (
         sigterm_as_interrupt(),
         Progress(
@@ -48,7 +61,7 @@ def run_sweep(sweep: Sweep, quiet: bool) -> None:
         task = progress.add_task(sweep.campaign.name, total=sweep.total_runs, completed=done)
 
         def on_event(event: Event) -> None:
-            if event.seq != 0:  # reference runs come on top of the design
+            if counts_toward_progress(event):
                 progress.advance(task)
 
         sweep.on_event = on_event
