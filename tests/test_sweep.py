@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stortune.cli import app
-from stortune.cli.sweep import completed_runs, counts_toward_progress
+from stortune.cli.sweep import counts_toward_progress
 from stortune.experiment import Event
 from stortune.reference import campaign_relative
 from stortune.sampling import sample
@@ -205,9 +205,9 @@ def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandT
         error="another benchmark",
     )
     resumed = Sweep.resume(store, "r")
-    assert completed_runs(resumed) == 0  # the disturbed slot is still to do
+    assert resumed.completed_runs == 0  # the disturbed slot is still to do
     resumed.run()
-    assert completed_runs(resumed) == len(configs)
+    assert resumed.completed_runs == len(configs)
     slot = store.trial_runs(trial.id)
     assert [r.status for r in slot] == ["ok"]
     kept = slot[0].info["replaced_disturbed"]  # what the placeholder measured is not lost

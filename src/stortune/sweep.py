@@ -118,6 +118,12 @@ class Sweep:
         """Runs of the design (reference runs come on top)."""
         return planned_runs(self.campaign, len(self.store.trials(self.campaign.id)) - 1)
 
+    @property
+    def completed_runs(self) -> int:
+        """Runs of the design with a result (`finished_slots`: a disturbed run leaves its slot
+        open, to be measured again)."""
+        return sum(len(finished_slots(t)) for t in self.store.trials(self.campaign.id)[1:])
+
     def run(self) -> None:
         self.store.record_environment(
             self.campaign.id, {**environment.fingerprint(), "target": self.target.describe()}

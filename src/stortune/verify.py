@@ -142,13 +142,18 @@ def remeasure(
         )
     store.set_status(campaign.id, "finished")
     best = gain(tuned.metric, tuned.direction, values["default"], values["best"])
+    compared = {label: v for label, v in values.items() if label not in LABELS}
+    return {"best": best, **gains_over(tuned.metric, tuned.direction, values["default"], compared)}
+
+
+def gains_over(
+    metric: str, direction: str, default: Sequence[float], measured: dict[str, list[float]]
+) -> dict[str, Gain]:
+    """Each label's gain over `default`, for the labels that have measurements."""
     return {
-        "best": best,
-        **{
-            label: gain(tuned.metric, tuned.direction, values["default"], measured, label=label)
-            for label, measured in values.items()
-            if label not in LABELS and measured
-        },
+        label: gain(metric, direction, default, values, label=label)
+        for label, values in measured.items()
+        if values
     }
 
 
@@ -220,11 +225,7 @@ def stored_gains(store: Store, tuned: Campaign) -> dict[str, Gain]:
     default = values.pop("default", [])
     if not default:
         return {}
-    return {
-        label: gain(tuned.metric, tuned.direction, default, measured, label=label)
-        for label, measured in values.items()
-        if measured
-    }
+    return gains_over(tuned.metric, tuned.direction, default, values)
 
 
 def recommended_config(store: Store, tuned: Campaign) -> Config:

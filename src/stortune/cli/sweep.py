@@ -30,21 +30,15 @@ from stortune.store import DISTURBED, Store
 from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
 
 
-def completed_runs(sweep: Sweep) -> int:
-    """Design runs done: a disturbed run leaves its slot open (it is measured again), and the
-    reference config's runs (trial 0) come on top of the design."""
-    trials = sweep.store.trials(sweep.campaign.id)[1:]
-    return sum(r.status != DISTURBED for t in trials for r in t.runs)
-
-
 def counts_toward_progress(event: Event) -> bool:
-    """Whether a run event fills a slot of the design (as `completed_runs` counts them)."""
+    """Whether a run event fills a slot of the design (as `Sweep.completed_runs` counts them:
+    the reference config's runs come on top, a disturbed run leaves its slot open)."""
     disturbed = event.measurement is not None and event.measurement.status == DISTURBED
     return event.seq != 0 and not disturbed
 
 
 def run_sweep(sweep: Sweep, quiet: bool) -> None:
-    done = completed_runs(sweep)
+    done = sweep.completed_runs
     with (
         sigterm_as_interrupt(),
         Progress(

@@ -82,9 +82,9 @@ def rank_space(
     needed: int | None = None,
 ) -> tuple[Space, list[str], Config, int]:
     """The space to tune: the top `k` free, the rest pinned, and how many configs the ranking
-    saw. Samples (by calling `sample(n)`)
-    when the store has fewer than `needed` distinct configs (default: max(20, 2 x parameters);
-    Lasso ranks with fewer samples than parameters, as SAPPHIRE did on Ceph)."""
+    saw. Samples (by calling `sample(n)`) when the store has fewer than `needed` distinct
+    configs (default: max(20, 2 x parameters); Lasso ranks with fewer samples than parameters,
+    as SAPPHIRE did on Ceph)."""
     from stortune.importance import rank_dataset
 
     if method not in RANK_METHODS:
@@ -442,10 +442,9 @@ def register(app: typer.Typer) -> None:
                 )
                 gain = gains.pop("best")
                 report["gain"] = gain.to_dict()
-                others = gains
-                report["compared"] = {k: g.to_dict() for k, g in others.items()}
+                report["compared"] = {k: g.to_dict() for k, g in gains.items()}
                 if not json_out:
-                    for g in [gain, *others.values()]:
+                    for g in [gain, *gains.values()]:
                         console.print(g.text(), highlight=False)
             if len(specs) > 1 or isinstance(experiment.target, ScalarizedTarget):
                 if isinstance(experiment.target, ScalarizedTarget):
