@@ -148,6 +148,8 @@ def test_user_errors(app, csv, tmp_path):
     assert isinstance(result.exception, StortuneError)
     result = run(app, "predict", tmp_path / "none.joblib", "-c", "bs=1")
     assert isinstance(result.exception, StortuneError)
+    result = run(app, "fit", "--from", csv, "--optimize", "--jobs", "0")
+    assert isinstance(result.exception, StortuneError) and "--jobs" in str(result.exception)
 
 
 @pytest.mark.parametrize("command", ["fit", "predict", "evaluate"])

@@ -106,3 +106,26 @@ def test_defaults_are_kept_when_the_search_finds_nothing_better():
     assert tuned.best_params_ == {} and tuned.best_score_ < 0.1
     forced = SplitSearchCV(CARTModel(), space, max_evals=1, cv=5, keep_defaults=False).fit(X, y)
     assert forced.best_params_ == {"cp": 0.9} and forced.best_score_ > 0.2
+
+
+def test_parallel_search_scores_the_same_points_in_the_same_order():
+    space = {"a": Real(0, 1), "b": Integer(0, 20)}
+    serial = split_search(bowl, space, max_iter=4)
+    parallel = split_search(bowl, space, max_iter=4, n_jobs=2)
+    assert parallel.history == serial.history
+    assert parallel.best_params == serial.best_params and parallel.stop_reason == "max_iter"
+    capped = split_search(bowl, space, max_evals=11, n_jobs=2)
+    assert capped.n_evaluations == 11 and capped.history == serial.history[:11]
+
+
+def test_split_search_cv_in_parallel_finds_what_the_serial_one_finds():
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.random(150), "b": rng.random(150)})
+    y = np.where(X.a > 0.5, 10.0, 0.0) + X.b
+    settings = dict(splits=2, explorations=2, max_iter=2, cv=5)
+    serial = SplitSearchCV(CARTModel(), default_space("cart", len(X)), **settings).fit(X, y)
+    parallel = SplitSearchCV(CARTModel(), default_space("cart", len(X)), n_jobs=2, **settings).fit(
+        X, y
+    )
+    assert parallel.search_.history == serial.search_.history
+    assert parallel.best_params_ == serial.best_params_

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from pyearth import Earth
 from sklearn.base import clone, is_regressor
 from sklearn.model_selection import cross_val_score
 
@@ -12,7 +13,7 @@ from stortune.errors import StortuneError
 from stortune.models import TECHNIQUES, CARTModel, available_techniques, make_model
 from stortune.models.cubist_model import CubistModel, cubist_available
 from stortune.models.m5 import M5Model
-from stortune.models.mars import MARSModel
+from stortune.models.mars import ForwardPass, MARSModel
 
 
 def table(n: int, seed: int) -> pd.DataFrame:
@@ -60,7 +61,45 @@ def test_mars_nprune_caps_the_terms():
     train = table(300, 1)
     y = 4 * np.maximum(0, train.a - 0.5) + np.maximum(0, 0.3 - train.b)
     model = MARSModel(nnodes=21, thresh=0.0, nprune=2).fit(train, y)
-    assert sum(not bf.is_pruned() for bf in model.earth_.basis_) <= 2
+    assert model.n_terms_ <= 2
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_a_deep_forward_pass_holds_every_shallower_one(degree):
+    """The memoised pass replays py-earth's stop rule: truncating one deep pass keeps exactly
+    the terms a direct py-earth run with the smaller knobs keeps, in the same order."""
+    rng = np.random.default_rng(4)
+    Z = rng.random((300, 4))
+    y = 4 * np.maximum(0, Z[:, 0] - 0.5) * Z[:, 1] + np.sin(6 * Z[:, 2]) + rng.normal(0, 0.1, 300)
+    deep = ForwardPass(Z, y, degree, 3.0, nnodes=200, thresh=0.0)
+    for nnodes, thresh in [
+        (3, 0.0),
+        (11, 0.0),
+        (40, 0.0),
+        (200, 0.0),
+        (60, 1e-3),
+        (60, 0.02),
+        (9, 0.5),
+    ]:
+        direct = Earth(
+            max_degree=degree, max_terms=nnodes, thresh=thresh, penalty=3.0, enable_pruning=False
+        ).fit(Z, y)
+        terms = deep.terms(nnodes, thresh)
+        assert terms == len(direct.basis_)
+        np.testing.assert_allclose(deep.basis[:, :terms], direct.transform(Z))
+
+
+def test_mars_fits_share_one_forward_pass_and_match_a_fresh_fit():
+    train, test = table(300, 5), table(100, 6)
+    y = 4 * np.maximum(0, train.a - 0.5) * train.b + train.b
+    ForwardPass._memo.clear()
+    deep = MARSModel(max_degree=2, nnodes=60, thresh=0.0).fit(train, y)
+    shallow = MARSModel(max_degree=2, nnodes=9, thresh=0.0, nprune=5).fit(train, y)
+    assert shallow.earth_ is deep.earth_ and len(ForwardPass._memo) == 1
+    ForwardPass._memo.clear()
+    fresh = MARSModel(max_degree=2, nnodes=9, thresh=0.0, nprune=5).fit(train, y)
+    assert fresh.earth_ is not deep.earth_
+    np.testing.assert_allclose(shallow.predict(test), fresh.predict(test), rtol=1e-9, atol=1e-9)
 
 
 def test_cart_recovers_a_step_function():

@@ -37,6 +37,10 @@ model_app = typer.Typer(
     no_args_is_help=True,
 )
 
+JobsOption = typer.Option(
+    -1, "--jobs", "-j", help="split search: processes scoring grid points at once (-1: every CPU)"
+)
+
 TECHNIQUE_HELP = f"technique: {', '.join(TECHNIQUE_NAMES)}, or all (repeat the option for several)"
 
 
@@ -80,7 +84,7 @@ def _techniques(names: list[str]) -> list[str]:
 
 
 def _settings(
-    splits: int, explorations: int, iterations: int, folds: int, time_limit: float
+    splits: int, explorations: int, iterations: int, folds: int, time_limit: float, jobs: int
 ) -> SearchSettings:
     from stortune.models.study import SearchSettings
 
@@ -88,7 +92,11 @@ def _settings(
         raise StortuneError(
             "--splits and --explorations must be >= 1, --folds >= 2, --time-limit > 0"
         )
-    return SearchSettings(splits, explorations, iterations, folds, max_seconds=time_limit)
+    if jobs == 0 or jobs < -1:
+        raise StortuneError("--jobs must be a number of processes >= 1, or -1 for every CPU")
+    return SearchSettings(
+        splits, explorations, iterations, folds, max_seconds=time_limit, n_jobs=jobs
+    )
 
 
 def _model_paths(out: Path | None, stem: str, metric: str, names: list[str]) -> dict[str, Path]:
@@ -144,6 +152,7 @@ def fit_command(
     time_limit: float = typer.Option(
         600, help="split search: seconds per technique, then the best point so far is kept"
     ),
+    jobs: int = JobsOption,
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Fit performance models of a metric and save them (for `model predict` or as a surrogate).
@@ -158,7 +167,7 @@ def fit_command(
     name, X, y = _dataset(source, metric, store, workload, raw, as_json)
     names = _techniques(techniques)
     paths = _model_paths(out, Path(source).stem, name, names)
-    settings = _settings(splits, explorations, iterations, folds, time_limit)
+    settings = _settings(splits, explorations, iterations, folds, time_limit, jobs)
     rows = []
     for tech_name in names:
         tech = technique(tech_name)
@@ -265,6 +274,7 @@ def evaluate_command(
     time_limit: float = typer.Option(
         600, help="split search: seconds per technique, then the best point so far is kept"
     ),
+    jobs: int = JobsOption,
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Score techniques as the paper does: fit, interpolation and extrapolation error, tuning gain.
@@ -281,7 +291,7 @@ def evaluate_command(
         raise StortuneError("--test-fraction must be between 0 and 1")
     name, X, y = _dataset(source, metric, store, workload, raw, as_json)
     names = _techniques(techniques)
-    settings = _settings(splits, explorations, iterations, folds, time_limit)
+    settings = _settings(splits, explorations, iterations, folds, time_limit, jobs)
     interpolation, extrapolation, cv = prepare(X, y, test_fraction, seed, folds)
     if len(interpolation.test) == 0:
         raise DatasetError(f"{source}: no held-out row lies inside the training ranges")

@@ -7,9 +7,11 @@ splits; every corner of the resulting grid, (k+2)^l points, is evaluated unless 
 already. Integer and categorical parameters are rounded to valid values, so grids collapse as
 the search closes in. It stops after `max_iter` iterations, when an iteration improves the best
 value by less than `tol` (relative), when `max_evals` or `max_seconds` is reached (checked
-between evaluations), or when nothing is left to explore. `split_search` works on any
-objective; `SplitSearchCV` is the paper's use, the mean RMSE of a 10-fold cross-validation, as
-a scikit-learn meta-estimator.
+between evaluations, or between rounds of `n_jobs` evaluations), or when nothing is left to
+explore. An iteration's grid points do not depend on each other, so with `n_jobs` > 1 they are
+scored in parallel worker processes; the points, their order and the result are the same as
+with one. `split_search` works on any objective; `SplitSearchCV` is the paper's use, the mean
+RMSE of a 10-fold cross-validation, as a scikit-learn meta-estimator.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
@@ -113,28 +116,41 @@ def split_search(
     tol: float | None = None,
     max_evals: int | None = None,
     max_seconds: float | None = None,
+    n_jobs: int | None = None,
 ) -> SearchResult:
     """Minimise `objective` over the box `space` with Algorithm 1 (module doc).
 
     `splits` is the paper's k, `explorations` its n. A NaN objective value counts as +inf.
+    With `n_jobs` (joblib's meaning: -1 is every CPU) the objective must be picklable.
     """
     if splits < 1 or explorations < 1 or max_iter < 0:
         raise ValueError("splits and explorations must be >= 1, max_iter >= 0")
+    with Parallel(n_jobs=n_jobs) as parallel:
+        return _search(
+            objective, space, splits, explorations, max_iter, tol, max_evals, max_seconds, parallel
+        )
+
+
+def _search(
+    objective: Callable[[dict[str, Any]], float],
+    space: dict[str, Dimension],
+    splits: int,
+    explorations: int,
+    max_iter: int,
+    tol: float | None,
+    max_evals: int | None,
+    max_seconds: float | None,
+    parallel: Parallel,
+) -> SearchResult:
     names, dims = list(space), list(space.values())
     evaluated: dict[tuple[float, ...], float] = {}
     result = SearchResult({}, math.inf)
+    workers = effective_n_jobs(parallel.n_jobs)
+    # Rounds of a few points per worker: fewer waits for the slowest point of a round.
+    round_size = 1 if workers == 1 else 4 * workers
 
     def decode(point: tuple[float, ...]) -> dict[str, Any]:
         return {name: dim.value(x) for name, dim, x in zip(names, dims, point, strict=True)}
-
-    def evaluate(point: tuple[float, ...]) -> None:
-        params = decode(point)
-        score = float(objective(params))
-        score = math.inf if math.isnan(score) else score
-        evaluated[point] = score
-        result.history.append((params, score))
-
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
     def spent() -> str:
         """Which budget is used up, if any."""
@@ -144,19 +160,39 @@ def split_search(
             return "max_seconds"
         return ""
 
-    evaluate(tuple(dim.snap(dim.low) for dim in dims))
+    def evaluate(points: list[tuple[float, ...]]) -> None:
+        """Score the points in order, a round at a time, until a budget runs out (the
+        search's first point is always scored)."""
+        for start in range(0, len(points), round_size):
+            if evaluated and spent():
+                return
+            batch = points[start : start + round_size]
+            if max_evals is not None:
+                batch = batch[: max_evals - len(evaluated)]
+            params = [decode(point) for point in batch]
+            if workers == 1:
+                values = [objective(params[0])]
+            else:
+                values = parallel(delayed(objective)(p) for p in params)
+            for point, p, value in zip(batch, params, values, strict=True):
+                score = float(value)
+                evaluated[point] = math.inf if math.isnan(score) else score
+                result.history.append((p, evaluated[point]))
+
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    evaluate([tuple(dim.snap(dim.low) for dim in dims)])
     pivots = list(evaluated)
     best = evaluated[pivots[0]]
     result.stop_reason = "max_iter"
     for iteration in range(1, max_iter + 1):
         seen = [sorted({point[i] for point in evaluated}) for i in range(len(dims))]
-        fresh = 0
+        grid: dict[tuple[float, ...], None] = {}  # an ordered set
         for pivot in pivots:
             axes = [_axis(dim, seen[i], pivot[i], splits) for i, dim in enumerate(dims)]
-            for point in product(*axes):
-                if point not in evaluated and not spent():
-                    evaluate(point)
-                    fresh += 1
+            grid.update((point, None) for point in product(*axes) if point not in evaluated)
+        before = len(evaluated)
+        evaluate(list(grid))
+        fresh = len(evaluated) - before
         ranked = sorted(evaluated, key=evaluated.__getitem__)
         pivots = ranked[:explorations]
         improvement, best = best - evaluated[ranked[0]], evaluated[ranked[0]]
@@ -227,7 +263,8 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
 
     With `keep_defaults`, the estimator as given is scored on the same folds too and kept
     (`best_params_` empty) when no searched point beats it: a search cut short by its budget
-    then never hands back something worse than the defaults.
+    then never hands back something worse than the defaults. `n_jobs` scores grid points in
+    parallel processes (joblib's meaning; None: one).
     """
 
     def __init__(
@@ -244,6 +281,7 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
         error: str | Callable = "rmse",
         random_state: int = 0,
         keep_defaults: bool = True,
+        n_jobs: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.space = space
@@ -257,6 +295,7 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
         self.error = error
         self.random_state = random_state
         self.keep_defaults = keep_defaults
+        self.n_jobs = n_jobs
 
     def fit(self, X: Any, y: Any) -> SplitSearchCV:
         folds = cv_folds(len(X), self.cv, self.random_state)
@@ -277,6 +316,7 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
             tol=self.tol,
             max_evals=self.max_evals,
             max_seconds=self.max_seconds,
+            n_jobs=self.n_jobs,
         )
         self.best_params_ = self.search_.best_params
         self.best_score_ = self.search_.best_score

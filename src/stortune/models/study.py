@@ -43,6 +43,7 @@ class SearchSettings:
     tol: float | None = None
     max_evals: int | None = None
     max_seconds: float | None = None
+    n_jobs: int | None = None  # grid points scored in parallel (joblib's meaning)
 
 
 @dataclass
@@ -128,6 +129,7 @@ def search(
         max_evals=settings.max_evals,
         max_seconds=settings.max_seconds,
         cv=settings.cv,
+        n_jobs=settings.n_jobs,
     ).fit(X, y)
 
 
