@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -129,3 +130,41 @@ def test_split_search_cv_in_parallel_finds_what_the_serial_one_finds():
     )
     assert parallel.search_.history == serial.search_.history
     assert parallel.best_params_ == serial.best_params_
+
+
+def test_an_objective_out_of_time_stops_the_search_without_scoring_the_point():
+    calls = []
+
+    def slow_after_five(params):
+        calls.append(params)
+        return None if len(calls) > 5 else bowl(params)
+
+    result = split_search(slow_after_five, {"a": Real(0, 1), "b": Integer(0, 20)})
+    assert result.stop_reason == "max_seconds" and result.n_evaluations == 5
+    assert len(calls) == 6 and result.best_score == min(s for _, s in result.history)
+    nothing = split_search(lambda p: None, {"a": Real(0, 1)})
+    assert nothing.stop_reason == "max_seconds" and nothing.n_evaluations == 0
+
+
+class SlowTree(CARTModel):
+    """A tree that takes a fixed time to fit: the deadline must cut an evaluation short."""
+
+    fits = 0
+
+    def _fit_encoded(self, Z, y):
+        SlowTree.fits += 1
+        time.sleep(0.2)
+        super()._fit_encoded(Z, y)
+
+
+def test_split_search_cv_stops_inside_an_evaluation_at_its_deadline():
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"a": rng.random(60)})
+    y = X.a.to_numpy()
+    SlowTree.fits = 0
+    tuned = SplitSearchCV(SlowTree(), {"cp": Real(0.0, 0.5)}, cv=10, max_seconds=0.5).fit(X, y)
+    # One 10-fold evaluation takes 2 s: the search stops after a few folds of its first point,
+    # unscored; the defaults are then scored in full (10 fits) and kept, and refitted (1 fit).
+    assert tuned.search_.n_evaluations == 0 and tuned.search_.stop_reason == "max_seconds"
+    assert tuned.best_params_ == {} and math.isfinite(tuned.best_score_)
+    assert SlowTree.fits - 11 < 10

@@ -87,6 +87,9 @@ def test_a_deep_forward_pass_holds_every_shallower_one(degree):
         terms = deep.terms(nnodes, thresh)
         assert terms == len(direct.basis_)
         np.testing.assert_allclose(deep.basis[:, :terms], direct.transform(Z))
+    # 200 terms is more than 300 rows allow: the pass ended on its own and serves any limit.
+    assert not deep.capped and deep.covers(10_000, 0.0) and not deep.covers(50, -1.0)
+    assert deep.terms(10_000, 0.0) == deep.sizes[-1] < 200
 
 
 def test_mars_fits_share_one_forward_pass_and_match_a_fresh_fit():
@@ -96,6 +99,9 @@ def test_mars_fits_share_one_forward_pass_and_match_a_fresh_fit():
     deep = MARSModel(max_degree=2, nnodes=60, thresh=0.0).fit(train, y)
     shallow = MARSModel(max_degree=2, nnodes=9, thresh=0.0, nprune=5).fit(train, y)
     assert shallow.earth_ is deep.earth_ and len(ForwardPass._memo) == 1
+    (first_pass,) = ForwardPass._memo.values()
+    wider = MARSModel(max_degree=2, nnodes=300, thresh=0.0).fit(train, y)
+    assert (wider.earth_ is deep.earth_) == (not first_pass.capped)
     ForwardPass._memo.clear()
     fresh = MARSModel(max_degree=2, nnodes=9, thresh=0.0, nprune=5).fit(train, y)
     assert fresh.earth_ is not deep.earth_

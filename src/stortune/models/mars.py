@@ -13,7 +13,8 @@ decide when it stops. A pass run with more terms and a lower threshold therefore
 shallower one as a prefix, found by replaying py-earth's stopping rule on its record. The split
 search fits the same folds at hundreds of (nnodes, thresh, nprune) points, so fitted passes are
 memoised per data set (`ForwardPass.of`) and each point costs a truncation and a small
-least-squares fit instead of a forward pass (seconds with interactions at 1,000 rows).
+least-squares fit instead of a forward pass (seconds with interactions at 1,000 rows). A pass
+that ended on its own, short of its term limit, serves every larger `nnodes` as well.
 """
 
 from __future__ import annotations
@@ -117,25 +118,30 @@ class ForwardPass:
     def of(
         cls, Z: np.ndarray, y: np.ndarray, degree: int, penalty: float, nnodes: int, thresh: float
     ) -> ForwardPass:
-        """A memoised pass deep enough for (nnodes, thresh).
-
-        The first pass on a data set runs as asked. When a later one must go deeper, it goes
-        to the pass's natural end (as many terms as rows, threshold 0: the generalised R^2
-        stops it first, once the terms' GCV cost passes the rows), so that a search over
-        growing `nnodes` runs at most two passes per data set instead of one per step.
-        """
+        """A memoised pass deep enough for (nnodes, thresh); a deeper one replaces it."""
         digest = hashlib.blake2b(Z.tobytes() + y.tobytes(), digest_size=16).digest()
         key = (Z.shape, digest, degree, penalty)
         known = cls._memo.get(key)
-        if known is not None and known.nnodes >= nnodes and known.thresh <= thresh:
+        if known is not None and known.covers(nnodes, thresh):
             cls._memo.move_to_end(key)
             return known
         if known is not None:
-            nnodes, thresh = max(nnodes, len(y)), 0.0
+            nnodes, thresh = max(nnodes, known.nnodes), min(thresh, known.thresh)
         cls._memo[key] = fitted = cls(Z, y, degree, penalty, nnodes, thresh)
         while len(cls._memo) > _PASSES_KEPT:
             cls._memo.popitem(last=False)
         return fitted
+
+    @property
+    def capped(self) -> bool:
+        """Whether the pass stopped at its term limit; otherwise it ended on its own (the
+        generalised R^2 fell too low, no candidates were left) and more terms would not change
+        it: a search over growing `nnodes` then needs no deeper pass."""
+        return (self.nnodes <= 1 and self.mse[0] != 0) or self.sizes[-1] > self.nnodes
+
+    def covers(self, nnodes: int, thresh: float) -> bool:
+        """Whether a pass with these knobs is a prefix of this one."""
+        return thresh >= self.thresh and (nnodes <= self.nnodes or not self.capped)
 
     def terms(self, nnodes: int, thresh: float) -> int:
         """How many basis functions a pass with these knobs keeps: py-earth's stop rule,

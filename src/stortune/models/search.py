@@ -7,11 +7,12 @@ splits; every corner of the resulting grid, (k+2)^l points, is evaluated unless 
 already. Integer and categorical parameters are rounded to valid values, so grids collapse as
 the search closes in. It stops after `max_iter` iterations, when an iteration improves the best
 value by less than `tol` (relative), when `max_evals` or `max_seconds` is reached (checked
-between evaluations, or between rounds of `n_jobs` evaluations), or when nothing is left to
-explore. An iteration's grid points do not depend on each other, so with `n_jobs` > 1 they are
-scored in parallel worker processes; the points, their order and the result are the same as
-with one. `split_search` works on any objective; `SplitSearchCV` is the paper's use, the mean
-RMSE of a 10-fold cross-validation, as a scikit-learn meta-estimator.
+between evaluations; an objective may also return None when it runs out of time itself, as
+`SplitSearchCV`'s does between folds), or when nothing is left to explore. An iteration's grid
+points do not depend on each other, so with `n_jobs` > 1 they are scored in parallel worker
+processes; the points, their order and the result are the same as with one. `split_search`
+works on any objective; `SplitSearchCV` is the paper's use, the mean RMSE of a 10-fold
+cross-validation, as a scikit-learn meta-estimator.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class SearchResult:
 
 
 def split_search(
-    objective: Callable[[dict[str, Any]], float],
+    objective: Callable[[dict[str, Any]], float | None],
     space: dict[str, Dimension],
     *,
     splits: int = 4,
@@ -121,7 +122,9 @@ def split_search(
     """Minimise `objective` over the box `space` with Algorithm 1 (module doc).
 
     `splits` is the paper's k, `explorations` its n. A NaN objective value counts as +inf.
-    With `n_jobs` (joblib's meaning: -1 is every CPU) the objective must be picklable.
+    With `n_jobs` (joblib's meaning: -1 is every CPU) the objective must be picklable. An
+    objective that returns None has run out of time: the point stays unscored and the search
+    stops ("max_seconds").
     """
     if splits < 1 or explorations < 1 or max_iter < 0:
         raise ValueError("splits and explorations must be >= 1, max_iter >= 0")
@@ -132,7 +135,7 @@ def split_search(
 
 
 def _search(
-    objective: Callable[[dict[str, Any]], float],
+    objective: Callable[[dict[str, Any]], float | None],
     space: dict[str, Dimension],
     splits: int,
     explorations: int,
@@ -152,8 +155,12 @@ def _search(
     def decode(point: tuple[float, ...]) -> dict[str, Any]:
         return {name: dim.value(x) for name, dim, x in zip(names, dims, point, strict=True)}
 
+    out_of_time = False
+
     def spent() -> str:
         """Which budget is used up, if any."""
+        if out_of_time:
+            return "max_seconds"
         if max_evals is not None and len(evaluated) >= max_evals:
             return "max_evals"
         if deadline is not None and time.monotonic() >= deadline:
@@ -162,7 +169,8 @@ def _search(
 
     def evaluate(points: list[tuple[float, ...]]) -> None:
         """Score the points in order, a round at a time, until a budget runs out (the
-        search's first point is always scored)."""
+        search's first point is always tried)."""
+        nonlocal out_of_time
         for start in range(0, len(points), round_size):
             if evaluated and spent():
                 return
@@ -175,12 +183,18 @@ def _search(
             else:
                 values = parallel(delayed(objective)(p) for p in params)
             for point, p, value in zip(batch, params, values, strict=True):
+                if value is None:
+                    out_of_time = True
+                    continue
                 score = float(value)
                 evaluated[point] = math.inf if math.isnan(score) else score
                 result.history.append((p, evaluated[point]))
 
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     evaluate([tuple(dim.snap(dim.low) for dim in dims)])
+    if not evaluated:  # the objective ran out of time on the very first point
+        result.stop_reason = "max_seconds"
+        return result
     pivots = list(evaluated)
     best = evaluated[pivots[0]]
     result.stop_reason = "max_iter"
@@ -222,6 +236,10 @@ def _axis(dim: Dimension, seen: Sequence[float], at: float, splits: int) -> list
     return sorted({dim.snap(low + m * step) for m in range(splits + 1)} | {dim.snap(high)})
 
 
+class OutOfTime(Exception):
+    """A cross-validation stopped at its deadline."""
+
+
 def cv_folds(n_rows: int, cv: int = 10, random_state: int = 0) -> list[tuple[np.ndarray, ...]]:
     """The same shuffled k folds for every evaluation, so that scores are paired."""
     if n_rows < 2:
@@ -236,9 +254,13 @@ def cv_errors(
     y: Any,
     folds: list[tuple[np.ndarray, ...]],
     error: str | Callable = "rmse",
+    deadline: float | None = None,
 ) -> np.ndarray:
     """The error of `estimator` on each held-out fold.
 
+    With a `deadline` (a `time.time()` value) it raises `OutOfTime` before a fold that would
+    start after it: one evaluation of a slow model (MARS with interactions, hundreds of terms)
+    takes minutes, so a time budget checked only between evaluations overruns by that much.
     BLAS and OpenMP run single-threaded here: the least-squares problems are small, and on a
     shared machine their threads cost far more than they save (40x on 2 busy cores).
     """
@@ -252,6 +274,8 @@ def cv_errors(
     scores = []
     with threadpool_limits(limits=1):
         for train, test in folds:
+            if deadline is not None and time.time() >= deadline:
+                raise OutOfTime
             model = clone(estimator).fit(rows(train), target[train])
             scores.append(measure(target[test], model.predict(rows(test))))
     return np.asarray(scores, dtype=float)
@@ -299,13 +323,20 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> SplitSearchCV:
         folds = cv_folds(len(X), self.cv, self.random_state)
+        # Wall-clock time: the worker processes of a parallel search share it.
+        deadline = None if self.max_seconds is None else time.time() + self.max_seconds
 
-        def objective(params: dict[str, Any]) -> float:
+        def score(params: dict[str, Any], deadline: float | None = None) -> float | None:
             candidate = clone(self.estimator).set_params(**params)
             try:
-                return float(np.mean(cv_errors(candidate, X, y, folds, self.error)))
+                return float(np.mean(cv_errors(candidate, X, y, folds, self.error, deadline)))
+            except OutOfTime:
+                return None
             except FIT_FAILURES:
                 return math.inf
+
+        def objective(params: dict[str, Any]) -> float | None:
+            return score(params, deadline)
 
         self.search_ = split_search(
             objective,
@@ -321,7 +352,7 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
         self.best_params_ = self.search_.best_params
         self.best_score_ = self.search_.best_score
         if self.keep_defaults:
-            default = objective({})
+            default = score({})
             if default <= self.best_score_:
                 self.best_params_, self.best_score_ = {}, default
         self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_).fit(X, y)
