@@ -179,7 +179,7 @@ def _search(
                 batch = batch[: max_evals - len(evaluated)]
             params = [decode(point) for point in batch]
             if workers == 1:
-                values = [objective(params[0])]
+                values = [objective(p) for p in params]
             else:
                 values = parallel(delayed(objective)(p) for p in params)
             for point, p, value in zip(batch, params, values, strict=True):
