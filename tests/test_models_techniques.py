@@ -9,9 +9,7 @@ from pyearth import Earth
 from sklearn.base import clone, is_regressor
 from sklearn.model_selection import cross_val_score
 
-from stortune.errors import StortuneError
 from stortune.models import TECHNIQUES, CARTModel, available_techniques, make_model
-from stortune.models.cubist_model import CubistModel, cubist_available
 from stortune.models.m5 import M5Model
 from stortune.models.mars import ForwardPass, MARSModel
 
@@ -150,19 +148,6 @@ def test_boosting_fits_a_smooth_function():
         return np.sin(3 * t.a) + t.b
 
     assert r2_on_fresh_rows(make_model("boosting"), truth) > 0.95
-
-
-@pytest.mark.skipif(not cubist_available(), reason="optional extra cubist (GPL-3) not installed")
-def test_cubist_recovers_a_piecewise_linear_function():
-    model = CubistModel(committees=5, neighbors=0)
-    assert r2_on_fresh_rows(model, piecewise, noise=0.01) > 0.97
-
-
-@pytest.mark.skipif(cubist_available(), reason="checks the message when cubist is missing")
-def test_cubist_missing_says_how_to_install():
-    with pytest.raises(StortuneError, match="stortune\\[cubist\\]"):
-        CubistModel().fit(table(20, 1), np.arange(20.0))
-    assert "cubist" not in available_techniques()
 
 
 @pytest.mark.parametrize("name", sorted(TECHNIQUES))

@@ -19,18 +19,18 @@ that ended on its own, short of its term limit, serves every larger `nnodes` as 
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
+import math
+from typing import Any
 
 import numpy as np
 from pyearth import Earth
 from scipy.linalg import lstsq, qr, solve_triangular
 
 from stortune.models.base import TabularRegressor
+from stortune.models.memo import FitMemo, data_key
 
 # py-earth's forward pass stops when R^2 drops below this generalised R^2 (its LOWGRSQ rule).
 _LOWEST_GRSQ = -10.0
-_PASSES_KEPT = 24  # memoised passes: 10 folds and the full data, for two techniques
 
 
 def default_nnodes(n_features: int) -> int:
@@ -86,7 +86,7 @@ def backward_path(B: np.ndarray, y: np.ndarray, prunable: np.ndarray) -> list[tu
 class ForwardPass:
     """One unpruned py-earth forward pass on (Z, y), and every shallower pass it contains."""
 
-    _memo: OrderedDict[tuple, ForwardPass] = OrderedDict()
+    _memo: FitMemo[ForwardPass] = FitMemo()
 
     def __init__(
         self, Z: np.ndarray, y: np.ndarray, degree: int, penalty: float, nnodes: int, thresh: float
@@ -119,18 +119,13 @@ class ForwardPass:
         cls, Z: np.ndarray, y: np.ndarray, degree: int, penalty: float, nnodes: int, thresh: float
     ) -> ForwardPass:
         """A memoised pass deep enough for (nnodes, thresh); a deeper one replaces it."""
-        digest = hashlib.blake2b(Z.tobytes() + y.tobytes(), digest_size=16).digest()
-        key = (Z.shape, digest, degree, penalty)
+        key = (*data_key(Z, y), degree, penalty)
         known = cls._memo.get(key)
         if known is not None and known.covers(nnodes, thresh):
-            cls._memo.move_to_end(key)
             return known
         if known is not None:
             nnodes, thresh = max(nnodes, known.nnodes), min(thresh, known.thresh)
-        cls._memo[key] = fitted = cls(Z, y, degree, penalty, nnodes, thresh)
-        while len(cls._memo) > _PASSES_KEPT:
-            cls._memo.popitem(last=False)
-        return fitted
+        return cls._memo.put(key, cls(Z, y, degree, penalty, nnodes, thresh))
 
     @property
     def capped(self) -> bool:
@@ -219,6 +214,19 @@ class MARSModel(TabularRegressor):
         nprune = int(self.nprune) if self.nprune is not None else terms
         self.columns_, self.coef_ = forward.pruned(terms, nprune)
         self.earth_ = forward.earth
+
+    def shared_fit_order(self, params: dict[str, Any]) -> tuple[float, ...]:
+        """Sort key for a round of points (`crossval.round_errors`): per degree and penalty, the
+        deepest forward pass first (most terms, lowest threshold), which then serves the
+        shallower points of the round."""
+        knobs = {**self.get_params(), **params}
+        nnodes, penalty = knobs["nnodes"], knobs["penalty"]
+        return (
+            float(knobs["max_degree"]),
+            -1.0 if penalty is None else float(penalty),
+            -math.inf if nnodes is None else -float(nnodes),
+            float(knobs["thresh"]),
+        )
 
     @property
     def n_terms_(self) -> int:
