@@ -38,7 +38,11 @@ model_app = typer.Typer(
 )
 
 JobsOption = typer.Option(
-    -1, "--jobs", "-j", help="split search: processes scoring grid points at once (-1: every CPU)"
+    -1,
+    "--jobs",
+    "-j",
+    help="split search: worker processes, each cross-validating its share of the folds"
+    " (-1: every CPU)",
 )
 
 TECHNIQUE_HELP = f"technique: {', '.join(TECHNIQUE_NAMES)}, or all (repeat the option for several)"
@@ -160,7 +164,7 @@ def fit_command(
     Example: stortune model fit --from runs.csv --metric iops --technique mars-int --optimize
     """
     from stortune.models import technique
-    from stortune.models.search import cv_errors, cv_folds
+    from stortune.models.crossval import cv_errors, cv_folds
     from stortune.models.study import search
     from stortune.models.surrogate import SurrogateModel
 

@@ -17,8 +17,8 @@ from scipy.stats import ttest_rel
 from sklearn.base import BaseEstimator, clone
 from threadpoolctl import threadpool_limits
 
+from stortune.models.crossval import cv_errors, cv_folds
 from stortune.models.metrics import mean_relative_error, relative_errors
-from stortune.models.search import cv_errors, cv_folds
 
 
 @dataclass(frozen=True)

@@ -10,33 +10,30 @@ value by less than `tol` (relative), when `max_evals` or `max_seconds` is reache
 between evaluations; an objective may also return None when it runs out of time itself, as
 `SplitSearchCV`'s does between folds), or when nothing is left to explore. An iteration's grid
 points do not depend on each other, so with `n_jobs` > 1 they are scored in parallel worker
-processes; the points, their order and the result are the same as with one. `split_search`
-works on any objective; `SplitSearchCV` is the paper's use, the mean RMSE of a 10-fold
-cross-validation, as a scikit-learn meta-estimator.
+processes; the points, their order and the result are the same as with one. An objective with
+a `score_round` method (a `RoundObjective`) is handed each iteration's grid whole instead and
+parallelises as it likes. `split_search` works on any objective; `SplitSearchCV` is the paper's
+use, the mean RMSE of a 10-fold cross-validation (`crossval.CrossValidation`, which parallelises
+by fold), as a scikit-learn meta-estimator.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
-from stortune.models.metrics import error_function
-
-# A failed fit scores this: a hyperparameter point the estimator rejects is merely a bad point.
-FIT_FAILURES = (ValueError, ArithmeticError, np.linalg.LinAlgError)
+from stortune.models.crossval import CrossValidation, cv_folds
 
 
 @dataclass(frozen=True)
@@ -92,6 +89,15 @@ class Choice:
 Dimension = Real | Integer | Choice
 
 
+class RoundObjective(Protocol):
+    """An objective that scores a list of points at once (None: ran out of time)."""
+
+    def score_round(self, points: list[dict[str, Any]]) -> list[float | None]: ...
+
+
+Objective = Callable[[dict[str, Any]], float | None] | RoundObjective
+
+
 @dataclass
 class SearchResult:
     """Best point, its value, and every evaluation in order (each point once)."""
@@ -108,7 +114,7 @@ class SearchResult:
 
 
 def split_search(
-    objective: Callable[[dict[str, Any]], float | None],
+    objective: Objective,
     space: dict[str, Dimension],
     *,
     splits: int = 4,
@@ -135,7 +141,7 @@ def split_search(
 
 
 def _search(
-    objective: Callable[[dict[str, Any]], float | None],
+    objective: Objective,
     space: dict[str, Dimension],
     splits: int,
     explorations: int,
@@ -149,8 +155,12 @@ def _search(
     evaluated: dict[tuple[float, ...], float] = {}
     result = SearchResult({}, math.inf)
     workers = effective_n_jobs(parallel.n_jobs)
-    # Rounds of a few points per worker: fewer waits for the slowest point of a round.
+    score_round = getattr(objective, "score_round", None)
+    # Rounds of a few points per worker: fewer waits for the slowest point of a round. An
+    # objective that scores rounds itself gets an iteration's whole grid at once.
     round_size = 1 if workers == 1 else 4 * workers
+    if score_round is not None:
+        round_size = sys.maxsize
 
     def decode(point: tuple[float, ...]) -> dict[str, Any]:
         return {name: dim.value(x) for name, dim, x in zip(names, dims, point, strict=True)}
@@ -178,7 +188,9 @@ def _search(
             if max_evals is not None:
                 batch = batch[: max_evals - len(evaluated)]
             params = [decode(point) for point in batch]
-            if workers == 1:
+            if score_round is not None:
+                values = score_round(params)
+            elif workers == 1:
                 values = [objective(p) for p in params]
             else:
                 values = parallel(delayed(objective)(p) for p in params)
@@ -236,51 +248,6 @@ def _axis(dim: Dimension, seen: Sequence[float], at: float, splits: int) -> list
     return sorted({dim.snap(low + m * step) for m in range(splits + 1)} | {dim.snap(high)})
 
 
-class OutOfTime(Exception):
-    """A cross-validation stopped at its deadline."""
-
-
-def cv_folds(n_rows: int, cv: int = 10, random_state: int = 0) -> list[tuple[np.ndarray, ...]]:
-    """The same shuffled k folds for every evaluation, so that scores are paired."""
-    if n_rows < 2:
-        raise ValueError("cross-validation needs at least 2 rows")
-    splitter = KFold(n_splits=min(cv, n_rows), shuffle=True, random_state=random_state)
-    return list(splitter.split(np.arange(n_rows)))
-
-
-def cv_errors(
-    estimator: BaseEstimator,
-    X: Any,
-    y: Any,
-    folds: list[tuple[np.ndarray, ...]],
-    error: str | Callable = "rmse",
-    deadline: float | None = None,
-) -> np.ndarray:
-    """The error of `estimator` on each held-out fold.
-
-    With a `deadline` (a `time.time()` value) it raises `OutOfTime` before a fold that would
-    start after it: one evaluation of a slow model (MARS with interactions, hundreds of terms)
-    takes minutes, so a time budget checked only between evaluations overruns by that much.
-    BLAS and OpenMP run single-threaded here: the least-squares problems are small, and on a
-    shared machine their threads cost far more than they save (40x on 2 busy cores).
-    """
-    measure = error_function(error)
-    table = X if isinstance(X, pd.DataFrame) else np.asarray(X)
-    target = np.asarray(y, dtype=float)
-
-    def rows(index: np.ndarray) -> Any:
-        return table.iloc[index] if isinstance(table, pd.DataFrame) else table[index]
-
-    scores = []
-    with threadpool_limits(limits=1):
-        for train, test in folds:
-            if deadline is not None and time.time() >= deadline:
-                raise OutOfTime
-            model = clone(estimator).fit(rows(train), target[train])
-            scores.append(measure(target[test], model.predict(rows(test))))
-    return np.asarray(scores, dtype=float)
-
-
 class SplitSearchCV(RegressorMixin, BaseEstimator):
     """Tune `estimator` over `space` with the split search, scoring the mean cross-validated
     error (the paper: RMSE over 10 folds), then refit the best point on all the data.
@@ -325,36 +292,26 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
         folds = cv_folds(len(X), self.cv, self.random_state)
         # Wall-clock time: the worker processes of a parallel search share it.
         deadline = None if self.max_seconds is None else time.time() + self.max_seconds
-
-        def score(params: dict[str, Any], deadline: float | None = None) -> float | None:
-            candidate = clone(self.estimator).set_params(**params)
-            try:
-                return float(np.mean(cv_errors(candidate, X, y, folds, self.error, deadline)))
-            except OutOfTime:
-                return None
-            except FIT_FAILURES:
-                return math.inf
-
-        def objective(params: dict[str, Any]) -> float | None:
-            return score(params, deadline)
-
-        self.search_ = split_search(
-            objective,
-            self.space,
-            splits=self.splits,
-            explorations=self.explorations,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            max_evals=self.max_evals,
-            max_seconds=self.max_seconds,
-            n_jobs=self.n_jobs,
-        )
-        self.best_params_ = self.search_.best_params
-        self.best_score_ = self.search_.best_score
-        if self.keep_defaults:
-            default = score({})
-            if default <= self.best_score_:
-                self.best_params_, self.best_score_ = {}, default
+        with CrossValidation(
+            self.estimator, X, y, folds, self.error, deadline, self.n_jobs
+        ) as cross_validation:
+            self.search_ = split_search(
+                cross_validation,
+                self.space,
+                splits=self.splits,
+                explorations=self.explorations,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                max_evals=self.max_evals,
+                max_seconds=self.max_seconds,
+            )
+            self.best_params_ = self.search_.best_params
+            self.best_score_ = self.search_.best_score
+            if self.keep_defaults:
+                (default,) = cross_validation.scores([{}])
+                assert default is not None  # no deadline
+                if default <= self.best_score_:
+                    self.best_params_, self.best_score_ = {}, default
         self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_).fit(X, y)
         return self
 

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, clone
 from threadpoolctl import threadpool_limits
 
 from stortune.models import technique
+from stortune.models.crossval import cv_errors, cv_folds
 from stortune.models.evaluation import (
     PairedTest,
     Scenario,
@@ -29,7 +30,7 @@ from stortune.models.evaluation import (
     scenario_mre,
 )
 from stortune.models.metrics import mean_relative_error, r2, relative_errors
-from stortune.models.search import SplitSearchCV, cv_errors, cv_folds
+from stortune.models.search import SplitSearchCV
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class SearchSettings:
     tol: float | None = None
     max_evals: int | None = None
     max_seconds: float | None = None
-    n_jobs: int | None = None  # grid points scored in parallel (joblib's meaning)
+    n_jobs: int | None = None  # worker processes sharing the folds (joblib's meaning)
 
 
 @dataclass

@@ -523,8 +523,8 @@ def cross_validate(configs: Any, metric: str) -> dict[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
 
     from stortune.models import technique
+    from stortune.models.crossval import cv_folds
     from stortune.models.metrics import mean_relative_error, r2
-    from stortune.models.search import cv_folds
 
     frame = configs.frame.dropna(subset=[metric]).reset_index(drop=True)
     X, y = frame[configs.params], frame[metric].to_numpy(dtype=float)
