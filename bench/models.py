@@ -18,8 +18,9 @@ timing then runs only if its dataset, redis, is among them).
 Big datasets are subsampled (fixed seed) and the table's searches get a time budget each, so
 that the default run stays near 15 minutes; the output says where that happened; they run in
 one process, so that the budget means the same on every machine. `--timing` picks the
-techniques whose full search is timed (default: cart, the quickest); the timed searches score
-grid points on every CPU, as `stortune model fit --optimize` does by default.
+techniques whose full search is timed (default: cart, the quickest); the timed searches use
+every CPU, a worker process per share of the folds, as `stortune model fit --optimize` does by
+default.
 """
 
 from __future__ import annotations
@@ -181,8 +182,9 @@ def run_timing(path: Path, names: list[str], rows: int) -> list[dict]:
     metric, X, y, note = load(str(path), rows)
     print(f"\n== full split search (k=4, n=5, 10 iterations, 10-fold CV) on {path.name}")
     print(
-        f"   {metric}, {len(X)} rows{'; ' + note if note else ''}; grid points scored by "
-        f"{effective_n_jobs(-1)} processes (every CPU, as `model fit`); the bar is 10 minutes"
+        f"   {metric}, {len(X)} rows{'; ' + note if note else ''}; the folds shared by "
+        f"{effective_n_jobs(-1)} worker processes (every CPU, as `model fit`); the bar is 10 "
+        "minutes"
     )
     timings = []
     for name in names:
