@@ -254,8 +254,9 @@ class SplitSearchCV(RegressorMixin, BaseEstimator):
 
     With `keep_defaults`, the estimator as given is scored on the same folds too and kept
     (`best_params_` empty) when no searched point beats it: a search cut short by its budget
-    then never hands back something worse than the defaults. `n_jobs` scores grid points in
-    parallel processes (joblib's meaning; None: one).
+    then never hands back something worse than the defaults. With `n_jobs` (joblib's meaning;
+    None: this process) the folds are shared out to that many worker processes, each keeping
+    its folds for the whole search (`crossval.CrossValidation`).
     """
 
     def __init__(
