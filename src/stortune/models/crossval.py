@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from joblib import effective_n_jobs
 from joblib.externals.loky.process_executor import ProcessPoolExecutor
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import KFold
@@ -143,8 +144,6 @@ class CrossValidation:
         deadline: float | None = None,
         n_jobs: int | None = None,
     ) -> None:
-        from joblib import effective_n_jobs
-
         self.estimator, self.X, self.y, self.folds, self.error = estimator, X, y, folds, error
         self.deadline = deadline
         workers = min(effective_n_jobs(n_jobs), len(folds))
