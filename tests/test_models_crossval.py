@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from stortune.errors import StortuneError
 from stortune.models import CARTModel
 from stortune.models.crossval import CrossValidation, cv_errors, cv_folds
 
@@ -80,3 +82,22 @@ def test_a_failed_fit_scores_inf_and_a_passed_deadline_scores_nothing():
         scores = cv.scores(POINTS)
         assert [math.isinf(s) for s in scores] == [p["cp"] > 0.1 for p in POINTS]
         assert cv.scores(POINTS, deadline=time.time() - 1) == [None] * len(POINTS)
+
+
+class DyingTree(CARTModel):
+    """Kills the worker process it is fitted in, as the OOM killer would."""
+
+    def _fit_encoded(self, Z, y):
+        if str(os.getpid()) != os.environ["TEST_PARENT_PID"]:
+            os._exit(9)
+        super()._fit_encoded(Z, y)
+
+
+def test_a_dead_worker_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv("TEST_PARENT_PID", str(os.getpid()))  # the workers inherit it
+    X, y = data()
+    cv = CrossValidation(DyingTree(), X, y, cv_folds(len(X), 4), n_jobs=2)
+    with pytest.raises(StortuneError, match="worker process died.*--jobs 1") as raised:
+        cv.scores(POINTS[:2])
+    assert "\n" not in str(raised.value)
+    assert cv.pools == []  # closed: nothing left running

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from joblib import effective_n_jobs
-from joblib.externals.loky.process_executor import ProcessPoolExecutor
+from joblib.externals.loky.process_executor import BrokenProcessPool, ProcessPoolExecutor
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
+from stortune.errors import StortuneError
 from stortune.models.metrics import error_function
 
 # A failed fit scores this: a hyperparameter point the estimator rejects is merely a bad point.
@@ -177,7 +178,15 @@ class CrossValidation:
                 pool.submit(_score_own_folds, self.estimator, points, deadline)
                 for pool in self.pools
             ]
-            parts = [future.result() for future in futures]
+            try:
+                parts = [future.result() for future in futures]
+            except BrokenProcessPool as error:
+                self.close()
+                first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                raise StortuneError(
+                    f"a cross-validation worker process died ({first_line.rstrip('.')}); "
+                    "with --jobs 1 the fits run in this process"
+                ) from None
         scores: list[float | None] = []
         for i in range(len(points)):
             shares = [part[i] for part in parts]
