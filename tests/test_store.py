@@ -1,3 +1,4 @@
+import multiprocessing
 from pathlib import Path
 
 import pandas as pd
@@ -136,3 +137,31 @@ def test_environment_fingerprint_names_machine_and_devices() -> None:
     assert data["packages"]["stortune"]
     for disk in data["disks"].values():
         assert set(disk) == {"model", "rotational", "size_gb"}
+
+
+def _open_at_the_barrier(path: str, barrier, failures) -> None:
+    barrier.wait()
+    try:
+        with Store(path):
+            pass
+    except StoreError as exc:
+        failures.put(str(exc))
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path):
+    """Workers of one sweep start together on a store none has created yet."""
+    context = multiprocessing.get_context("fork")
+    failures = context.Queue()
+    for attempt in range(15):
+        barrier = context.Barrier(6)
+        path = str(tmp_path / f"new{attempt}.db")
+        workers = [
+            context.Process(target=_open_at_the_barrier, args=(path, barrier, failures))
+            for _ in range(6)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        assert all(worker.exitcode == 0 for worker in workers)
+    assert failures.empty(), failures.get()

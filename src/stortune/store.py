@@ -167,20 +167,26 @@ def normalize_url(url_or_path: str) -> str:
     return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
 
 
+_SCHEMA_ATTEMPTS = 12  # tries at creating the tables while other processes do the same
+
+
 class Store:
     """The results database (see the module doc)."""
 
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
         self.engine = _make_engine(self.url)
-        for attempt in range(3):
+        for attempt in range(_SCHEMA_ATTEMPTS):
             try:
                 metadata.create_all(self.engine)
                 break
             except sa.exc.SQLAlchemyError as exc:
-                # Two processes opening a new store at once race to create the tables: the
-                # loser sees "already exists" and simply checks again.
-                if "already exists" in str(exc) and attempt < 2:
+                # Processes opening a new store at once race to create the tables: a loser sees
+                # "already exists", or, in SQLite, "locked" (its read of the schema went stale
+                # and SQLite refuses the write without waiting); it checks again shortly.
+                racing = "already exists" in str(exc) or "database is locked" in str(exc)
+                if racing and attempt < _SCHEMA_ATTEMPTS - 1:
+                    time.sleep(0.05 * (attempt + 1))
                     continue
                 raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
 
