@@ -109,7 +109,6 @@ class CommitteeFit:
     def __init__(
         self, Z: np.ndarray, y: np.ndarray, n_rules: int, committees: int, random_state: int
     ) -> None:
-        self.committees = committees
         self.cubist = _cubist_class()(
             n_rules=n_rules, n_committees=committees, neighbors=1, random_state=random_state
         ).fit(_named(Z), y)
@@ -123,6 +122,11 @@ class CommitteeFit:
         if len(self.members) != committees or len(settings) != 1:
             raise StortuneError(f"unexpected Cubist {self.cubist.version_} model layout")
         self.settings_line = settings[0]
+
+    @property
+    def committees(self) -> int:
+        """Members held: every committee up to this size is served."""
+        return len(self.members)
 
     @classmethod
     def of(
