@@ -40,11 +40,11 @@ from rich.table import Table
 from stortune.cephspace.configs import load_config
 from stortune.cephspace.live import space_from_client, version
 from stortune.errors import BusyError
+from stortune.measure.verify import recommended_config, stored_gains
 from stortune.space import Config, load_space
 from stortune.stats import summarize
 from stortune.store import Store
 from stortune.targets.ceph import CephTarget
-from stortune.verify import recommended_config, stored_gains
 from stortune.workloads.rados import PRESETS, RadosWorkload
 
 REPO = Path(__file__).resolve().parents[1]

@@ -44,7 +44,7 @@ from stortune.profile.compare import compare_profiles
 from stortune.profile.design import DEFAULT_INTERVALS, DEFAULT_INTERVALS_TEXT, grid, parse_intervals
 from stortune.profile.parallel import MpiRunner
 from stortune.profile.profiler import Settings, make_target, run_profile
-from stortune.workloads.fio import parse_size
+from stortune.units import parse_size
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_INTERVALS = "8k:64k:8k,64k:4m:192k"

@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stortune.sweep import Sweep, SweepSettings
+
 from stortune.cli.common import sigterm_as_interrupt
-from stortune.noise import repetitions_needed
-from stortune.reference import campaign_relative, is_reference
+from stortune.measure.noise import repetitions_needed
+from stortune.measure.reference import campaign_relative, is_reference
 from stortune.space import load_space
 from stortune.stats import summarize
 from stortune.store import Store
-from stortune.sweep import Sweep, SweepSettings
 from stortune.targets.localfs import LocalFsTarget
 from stortune.workloads.fio import FioWorkload
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,25 @@ def private_benchmark_lock(
 
 
 @pytest.fixture(autouse=True)
+def private_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test's targets keep their images, mounts, clusters and journals in a folder of
+    their own (STORTUNE_STATE_DIR), so a test never waits for, or undoes, the state of a
+    benchmark running beside the suite."""
+    path = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("STORTUNE_STATE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_disturbance_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measuring commands run without waiting for a quiet machine (the suite must pass while
+    other work, a benchmark among it, runs beside it); the disturbance tests turn it on."""
+    monkeypatch.setenv("STORTUNE_CHECK_DISTURBANCE", "0")
+
+
+@pytest.fixture(autouse=True)
 def private_store(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
@@ -87,3 +107,90 @@ def ensure_ceph() -> None:
     started = time.monotonic()
     subprocess.run([str(REPO / "scripts" / "install-system.sh")], check=True, timeout=900)
     print(f"installed Ceph in {time.monotonic() - started:.0f} s")
+
+
+# ---- the engine, as tests drive it -----------------------------------------------------------
+def tune(
+    store: Store,
+    name: str,
+    space: Space,
+    target: Any,
+    objective: str | list[str] = "score",
+    *,
+    tuner: str = "random",
+    seed: int = 0,
+    workloads: Any = None,
+    rules: Any = None,
+    verify: int = 0,
+    on_event: Any = None,
+    **settings: Any,
+) -> Any:
+    """A tuning campaign through the workflow every command uses (`workflows.tune`);
+    `on_event` sees the runner's events."""
+    from stortune.measure.objective import Objective
+    from stortune.measure.runner import RunRules
+    from stortune.measure.tuning import TuneSettings
+    from stortune.workflows.tune import TuneJob, start_tuning
+
+    texts = [objective] if isinstance(objective, str) else list(objective)
+    job = TuneJob(
+        space=space,
+        target=target,
+        workloads=list(workloads) if workloads is not None else [None],
+        objective=Objective.of(texts),
+        settings=TuneSettings(**settings),
+        rules=rules or RunRules(),
+        tuner=tuner,
+        seed=seed,
+        name=name,
+        verify=verify,
+    )
+    return start_tuning(store, job, EventsTo(on_event) if on_event else None)
+
+
+class EventsTo:
+    """A reporter that hands every measuring phase's events to one function."""
+
+    def __init__(self, on_event: Any) -> None:
+        self.on_event = on_event
+
+    def note(self, text: str) -> None:
+        pass
+
+    def measuring(self, label: str, measuring: Any) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext(self.on_event)
+
+
+def sweep(
+    store: Store,
+    name: str,
+    space: Space,
+    target: Any,
+    metric: str,
+    configs: list[dict[str, Any]],
+    *,
+    repetitions: int = 2,
+    reference_every: int = 5,
+    seed: int = 0,
+    workloads: Any = None,
+    rules: Any = None,
+) -> Any:
+    """A stored sweep ready to measure (`Measuring`; `.run(on_event)` measures it)."""
+    from stortune.measure.objective import Objective
+    from stortune.measure.runner import RunRules
+    from stortune.measure.sweeping import SweepSettings
+    from stortune.workflows.sweep import new_sweep
+
+    return new_sweep(
+        store,
+        name,
+        space,
+        target,
+        list(workloads) if workloads is not None else [None],
+        Objective(metric),
+        configs,
+        SweepSettings(repetitions, reference_every, seed),
+        rules or RunRules(),
+    )

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,12 @@ from typer.testing import CliRunner
 from stortune.cephspace.metadata import probe_observed
 from stortune.cli.ceph import register
 from stortune.errors import TargetError
-from stortune.experiment import Experiment, LoopSettings, Objective
+from stortune.enums import CampaignKind
+from stortune.measure.campaigns import Measuring, new_campaign
+from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective
+from stortune.measure.runner import RunRules
+from stortune.measure.tuning import TunePlan, TuneSettings
 from stortune.space import Space, load_space
 from stortune.store import Store
 from stortune.targets import make_target
@@ -38,7 +44,7 @@ from stortune.targets.cephcluster.conf import same_value
 from stortune.tuners.base import Tuner
 from stortune.workloads.rados import RadosWorkload
 
-STATE_DIR = Path("/tmp/stortune-ceph-tests")
+STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-ceph-tests-"))  # this run's own
 QUICK = {"duration": 3, "prefill": 3, "procs": 1}
 TEST_PARAMS = (
     "osd_op_num_shards",
@@ -144,21 +150,16 @@ def test_invalid_config_is_a_failed_trial_and_the_cluster_recovers(
     """kv + meta cache ratios above 1: BlueStore refuses to mount, the OSD exits."""
     bad = {"bluestore_cache_kv_ratio": 0.9, "bluestore_cache_meta_ratio": 0.9}
     workload = RadosWorkload.named("rados-write", duration=2, procs=1)
+    settings = TuneSettings(budget=2, repetitions=1)
     with Store(str(tmp_path / "runs.db")) as store:
-        experiment = Experiment.start(
-            store,
-            "invalid",
-            target.space,
-            target,
-            [workload],
-            Objective("bw_mbs"),
-            "random",
-            LoopSettings(budget=2, repetitions=1, timeout=120),
-        )
-        experiment.tuner = Fixed(target.space, [bad, {}])
-        experiment.target = _NoTeardown(target)
-        experiment.run()
-        trials = store.trials(experiment.campaign.id)
+        campaign = new_campaign(
+            store, "invalid", CampaignKind.TUNE, target.space, target, [workload],
+            Objective("bw_mbs"), settings.to_dict(), tuner="random",
+        )  # fmt: skip
+        log = CampaignLog(store, campaign, [workload.name])
+        plan = TunePlan(log, [workload], target.space, Fixed(target.space, [bad, {}]), settings)
+        Measuring(log, plan, _NoTeardown(target), RunRules(timeout=120)).run()  # type: ignore[arg-type]
+        trials = store.trials(campaign.id)
     assert [t.status for t in trials] == ["failed", "ok"]
     assert "osd.0 exited" in trials[0].error and "back at the default config" in trials[0].error
     assert trials[1].value > 0  # the next config is measured on a healthy cluster

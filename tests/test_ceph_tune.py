@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from stortune.cli import app
 from stortune.space import Space, load_space
 from stortune.store import Store
-from stortune.targets.ceph import DEFAULT_STATE_DIR
+from stortune.targets.journal import DEFAULT_STATE_DIR
 from stortune.targets.cephcluster.local import LocalCluster
 
 PARAMS = ("osd_client_message_cap", "osd_recovery_sleep")  # both change at runtime
@@ -65,7 +65,7 @@ def test_tune_ceph_compares_default_best_and_a_config_file_then_recommends(
     )  # fmt: skip
     assert tuned.exit_code == 0, tuned.output
     report = json.loads(tuned.output)
-    assert report["outcome"]["trials"] == 2
+    assert report["outcome"]["evaluations"] == 2
     assert report["gain"]["label"] == "best" and report["gain"]["n_default"] == 2
     mine = report["compared"]["mine"]
     assert mine["n_best"] == 2 and mine["best_mean"] > 0

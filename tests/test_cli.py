@@ -131,7 +131,7 @@ def test_run_export_import_round_trip(tmp_path: Path, toy_space_file: Path) -> N
     )
     assert result.exit_code == 0, result.output
     outcome = json.loads(result.output)
-    assert outcome["trials"] == 3 and outcome["runs_ok"] == 6
+    assert outcome["evaluations"] == 3 and outcome["runs_ok"] == 6
     listed = json.loads(runner.invoke(app, ["campaigns", "--store", db, "--json"]).output)
     assert listed[0]["name"] == "c" and listed[0]["runs"] == 6
     out = tmp_path / "c.csv"

@@ -110,7 +110,7 @@ parameters:
             active_when: "fs == 'ext4'"}
 """
     )
-    table = TableTarget(data, space)
+    table = TableTarget.of(data, space)
     assert table.skipped_rows == 0
     table.apply({"fs": "xfs"})
     assert table.run().metrics["mbs"] in (7.0, 8.0)

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from stortune.disturbance import Limits, Probe, judge, other_benchmarks
-from stortune.experiment import Experiment, LoopSettings, Objective
+from conftest import tune
+
+from stortune.measure.disturbance import Limits, Probe, judge, other_benchmarks
+from stortune.measure.runner import RunRules
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
@@ -64,18 +66,14 @@ BENCH = textwrap.dedent(
 def test_a_run_disturbed_by_competing_io_is_redone(store: Store, tmp_path: Path) -> None:
     script = tmp_path / "bench.py"
     script.write_text(BENCH)
-    target = CommandTarget([sys.executable, str(script), str(tmp_path / "competitor.dat")])
+    target = CommandTarget(command=[sys.executable, str(script), str(tmp_path / "competitor.dat")])
     space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 1, default: 1}\n")
     # The competing process is what is tested here (CPU use has its own test above), so other
     # processes' CPU, which a busy developer machine has plenty of, is allowed.
-    settings = LoopSettings(
-        budget=1, repetitions=2, check_disturbance=True, settle_seconds=2.5, max_other_cpu=64
-    )
+    rules = RunRules(check_disturbance=True, settle_seconds=2.5, max_other_cpu=64)
     if other_benchmarks():
         pytest.skip(f"the machine is busy with other benchmarks: {other_benchmarks()[:2]}")
-    Experiment.start(
-        store, "d", space, target, [None], Objective("score"), "random", settings, seed=0
-    ).run()
+    tune(store, "d", space, target, budget=1, repetitions=2, rules=rules)
     [trial] = store.trials(store.campaign("d").id)
     first, second = sorted(trial.runs, key=lambda r: r.repetition)
     attempts = first.info["disturbed_attempts"]

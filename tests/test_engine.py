@@ -1,4 +1,5 @@
-"""The experiment loop on the real `command` target: failures, timeouts, resume after SIGKILL."""
+"""The measuring engine on the real `command` target: the runner's rules for failures, timeouts,
+missing metrics, apply failures, adaptive repetitions, verification and resume after SIGKILL."""
 
 import os
 import signal
@@ -7,13 +8,16 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import STORTUNE
+from conftest import STORTUNE, tune
 
 from stortune.errors import StortuneError
-from stortune.experiment import Experiment, LoopSettings, Objective, combine_workloads
-from stortune.reference import is_reference
+from stortune.measure.objective import combine_workloads
+from stortune.measure.reference import is_reference
+from stortune.measure.runner import RunRules
+from stortune.measure.tuning import TuneSettings
 from stortune.space import parse_space
 from stortune.stats import summarize
 from stortune.store import Store
@@ -54,37 +58,18 @@ def command(bench: Path, sleep: float = 0.0) -> list[str]:
     return [sys.executable, str(bench), "{x}", "{mode}", str(sleep)]
 
 
-def start(
-    store: Store,
-    bench: Path,
-    tuner: str = "random",
-    budget: int = 4,
-    reps: int = 2,
-    timeout: float = 20,
-    name: str = "c",
-    space_text: str = SPACE,
-) -> Experiment:
-    space = parse_space(space_text)
-    return Experiment.start(
-        store,
-        name,
-        space,
-        CommandTarget(command(bench)),
-        [None],
-        Objective("score", "max"),
-        tuner,
-        LoopSettings(budget=budget, repetitions=reps, timeout=timeout),
-        seed=1,
-    )
+def target(bench: Path, sleep: float = 0.0) -> CommandTarget:
+    return CommandTarget(command=command(bench, sleep))
 
 
 OK_ONLY = SPACE.replace("values: [ok, crash, hang, garbage]", "values: [ok]")
 
 
 def test_loop_records_every_repetition(store: Store, bench: Path) -> None:
-    outcome = start(store, bench, space_text=OK_ONLY).run()
+    space = parse_space(OK_ONLY)
+    outcome = tune(store, "c", space, target(bench), budget=4, repetitions=2, seed=1).outcome
     trials = store.trials(store.campaign("c").id)
-    assert outcome.trials == 4 and outcome.runs_ok == 8 and outcome.runs_failed == 0
+    assert outcome.evaluations == 4 and outcome.runs_ok == 8 and outcome.runs_failed == 0
     assert [len(t.runs) for t in trials] == [2, 2, 2, 2]
     for t in trials:
         assert t.status == "ok"
@@ -100,19 +85,11 @@ def test_crash_timeout_and_garbage_are_recorded_and_the_loop_goes_on(
     store: Store, bench: Path
 ) -> None:
     space = parse_space(SPACE)
-    exp = Experiment.start(
-        store,
-        "f",
-        space,
-        CommandTarget(command(bench)),
-        [None],
-        Objective("score"),
-        "lhs",
-        LoopSettings(budget=8, repetitions=1, timeout=2),
-        seed=4,
-    )
     started = time.monotonic()
-    exp.run()
+    tune(
+        store, "f", space, target(bench), tuner="lhs", seed=4, budget=8, repetitions=1,
+        rules=RunRules(timeout=2),
+    )  # fmt: skip
     assert time.monotonic() - started < 30  # the hanging benchmark was killed, not waited for
     trials = store.trials(store.campaign("f").id)
     by_mode = {t.config["mode"]: t for t in trials}
@@ -131,41 +108,23 @@ def test_crash_timeout_and_garbage_are_recorded_and_the_loop_goes_on(
 
 def test_missing_objective_metric_fails_the_run(store: Store, bench: Path) -> None:
     space = parse_space(OK_ONLY)
-    exp = Experiment.start(
-        store,
-        "m",
-        space,
-        CommandTarget(command(bench)),
-        [None],
-        Objective("nope"),
-        "random",
-        LoopSettings(budget=1, repetitions=1),
-        seed=0,
-    )
-    exp.run()
+    tune(store, "m", space, target(bench), "nope", budget=1, repetitions=1)
     [trial] = store.trials(store.campaign("m").id)
     assert trial.status == "failed"
     assert "no metric 'nope' (it has: score, side.x)" in trial.runs[0].error
 
 
-def test_apply_failure_fails_the_trial(store: Store, tmp_path: Path) -> None:
+def test_apply_failure_fails_the_trial_and_the_loop_goes_on(store: Store) -> None:
     space = parse_space(OK_ONLY)
-    target = CommandTarget([sys.executable, "-c", "print(1)", "{missing}"])
-    exp = Experiment.start(
-        store,
-        "a",
-        space,
-        target,
-        [None],
-        Objective("score"),
-        "random",
-        LoopSettings(budget=2, repetitions=1),
-        seed=0,
-    )
-    exp.run()
+    broken = CommandTarget(command=[sys.executable, "-c", "print(1)", "{missing}"])
+    outcome = tune(store, "a", space, broken, budget=2, repetitions=3).outcome
     trials = store.trials(store.campaign("a").id)
     assert [t.status for t in trials] == ["failed", "failed"]
     assert "{missing}" in trials[0].error
+    # one failed run records why; no repetition is tried on a config that does not apply
+    assert [len(t.runs) for t in trials] == [1, 1]
+    assert trials[0].runs[0].error.startswith("apply: ")
+    assert outcome.stopped_by == "budget" and store.campaign("a").status == "finished"
 
 
 def test_combine_workloads_uses_the_geometric_mean() -> None:
@@ -175,11 +134,13 @@ def test_combine_workloads_uses_the_geometric_mean() -> None:
 
 def test_settings_are_checked() -> None:
     with pytest.raises(StortuneError, match="at least 1 evaluation"):
-        LoopSettings(budget=0)
+        TuneSettings(budget=0)
     with pytest.raises(StortuneError, match="repetitions must be at least 1"):
-        LoopSettings(repetitions=0)
+        TuneSettings(repetitions=0)
     with pytest.raises(StortuneError, match="budget in evaluations or in seconds"):
-        LoopSettings(budget=None, seconds=None)
+        TuneSettings(budget=None, seconds=None)
+    with pytest.raises(StortuneError, match="timeout must be a positive number"):
+        RunRules(timeout=float("nan"))
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -236,7 +197,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
     assert 7 <= len(before) < 18 + 3  # 6 configs x 3 repetitions, and reference visits
     assert status == "running"  # it was killed: no chance to say anything
 
-    result = run_cli("run", "--resume", "k", "--store", str(db), "-q", cwd=tmp_path)
+    result = run_cli("resume", "k", "--store", str(db), "-q", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     with Store(str(db)) as s:
         stored = s.trials(s.campaign("k").id)
@@ -260,32 +221,14 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
 
 
 def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: Path) -> None:
-    from stortune.verify import remeasure
-
     space = parse_space(OK_ONLY)
-    exp = Experiment.start(
-        store,
-        "b",
-        space,
-        CommandTarget(command(bench)),
-        [None],
-        Objective("score", "max"),
-        "random",
-        LoopSettings(budget=4, repetitions=1, baseline=True),
-        seed=2,
+    result = tune(
+        store, "b", space, target(bench), seed=2, budget=4, repetitions=1, baseline=True, verify=3
     )
-    outcome = exp.run()
+    outcome, gain = result.outcome, result.gain
     trials = store.trials(store.campaign("b").id)
     assert trials[0].config == space.default_config() and trials[0].info == {"source": "default"}
     assert len(trials) == 4
-    gain = remeasure(
-        store,
-        store.campaign("b"),
-        CommandTarget(command(bench)),
-        [None],
-        {"default": space.default_config(), "best": outcome.best_config},
-        repetitions=3,
-    )["best"]
     default_score = 10 - (1 - 3) ** 2
     best_score = 10 - (outcome.best_config["x"] - 3) ** 2
     assert gain.gain == pytest.approx(best_score / default_score - 1)
@@ -324,11 +267,8 @@ def test_adaptive_repetitions_stop_when_confident(
     script = tmp_path / "noisy.py"
     script.write_text(NOISY)
     space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 1, default: 1}\n")
-    target = CommandTarget([sys.executable, str(script), str(spread), str(tmp_path / "c")])
-    settings = LoopSettings(budget=1, repetitions=8, target_ci=0.05, min_repetitions=2)
-    Experiment.start(
-        store, "ad", space, target, [None], Objective("score"), "random", settings, seed=0
-    ).run()
+    noisy = CommandTarget(command=[sys.executable, str(script), str(spread), str(tmp_path / "c")])
+    tune(store, "ad", space, noisy, budget=1, repetitions=8, target_ci=0.05, min_repetitions=2)
     [trial] = store.trials(store.campaign("ad").id)
     values = [r.metrics["score"] for r in trial.runs]
     assert len(values) == expected, values
@@ -337,3 +277,194 @@ def test_adaptive_repetitions_stop_when_confident(
     if expected < 8:
         assert achieved <= 0.05
     assert len(values) == 2 or summarize(values[:-1]).ci_half_width_rel > 0.05
+
+
+# ---- one set of rules for every plan --------------------------------------------------------
+REPO_DATA = Path(__file__).resolve().parents[1] / "data" / "localfs.csv"
+
+
+def campaign_content(store: Store, name: str) -> list[tuple]:
+    """What a campaign measured, without ids and times: each trial's config, status and value,
+    and each run's slot, status and metrics."""
+    out = []
+    for t in store.trials(store.campaign(name).id):
+        runs = sorted((r.workload, r.repetition, r.status, sorted(r.metrics.items())) for r in t.runs)
+        out.append((t.seq, sorted(t.config.items()), t.status, t.value, runs))
+    return out
+
+
+def test_a_table_campaign_killed_and_resumed_equals_an_uninterrupted_one(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    common = [
+        "--space", "localfs", "--target", "table", "--dataset", str(REPO_DATA), "--nearest",
+        "-o", "total.bw_mbs:max", "-r", "1", "--tuner", "random", "--seed", "3",
+        "--budget", "800", "--store", str(db), "-q",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [*STORTUNE, "run", *common, "--name", "killed"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        runs = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+            if db.exists():
+                with Store(str(db)) as s:
+                    runs = s.run_count(s.campaign("killed").id) if s.campaigns() else 0
+                if runs >= 100:
+                    break
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with Store(str(db)) as s:
+        killed_at = s.run_count(s.campaign("killed").id)
+        assert s.campaign("killed").status == "running"
+    assert 100 <= killed_at < 1600, "the campaign was not killed in its middle"
+    result = run_cli("run", "--resume", "killed", "--store", str(db), "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    result = run_cli("run", *common, "--name", "straight", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with Store(str(db)) as s:
+        assert s.campaign("killed").status == "finished"
+        resumed, straight = campaign_content(s, "killed"), campaign_content(s, "straight")
+    assert len(resumed) == 800 and all(t[2] == "ok" for t in resumed)
+    assert resumed == straight
+
+
+def test_a_multi_objective_campaign_resumes_with_the_bounds_it_found(
+    store: Store, bench: Path
+) -> None:
+    from stortune.measure.runner import Interrupted
+    from stortune.workflows.tune import resume_tuning
+
+    space = parse_space(OK_ONLY)
+    objectives = ["score:max", "side.x:min:2"]
+    seen = []
+
+    def stop_on_fifth_run(event: Any) -> None:
+        seen.append(event)
+        if sum(e.kind == "run" for e in seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted):
+        tune(
+            store, "mo", space, target(bench), objectives, tuner="tpe", seed=7, budget=6,
+            repetitions=1, on_event=stop_on_fifth_run,
+        )  # fmt: skip
+    assert store.campaign("mo").status == "interrupted"
+    stored = store.campaign("mo").objective
+    assert stored["metric"] == "score" and set(stored["scalarizer"]["bounds"]) == {
+        "score",
+        "side.x",
+    }
+    resumed = resume_tuning(store, "mo")
+    straight = tune(
+        store, "mo2", space, target(bench), objectives, tuner="tpe", seed=7, budget=6,
+        repetitions=1,
+    )  # fmt: skip
+    assert resumed.outcome.evaluations == 6 and store.campaign("mo").status == "finished"
+    assert [c[1:] for c in campaign_content(store, "mo")] == [
+        c[1:] for c in campaign_content(store, "mo2")
+    ]
+    # the default config came first: the bounds are [0, 2 x] its values, so it scores 0.5
+    first = store.trials(store.campaign("mo").id)[0]
+    assert first.info == {"source": "default"} and first.value == pytest.approx(0.5)
+    assert resumed.pareto and all(row["seq"] >= 0 for row in resumed.pareto)
+    assert straight.pareto == resumed.pareto
+
+
+def test_a_sweep_records_a_config_that_cannot_be_applied_and_finishes(
+    store: Store, tmp_path: Path
+) -> None:
+    from conftest import sweep
+
+    space = parse_space(
+        "name: s\nparameters:\n  x: {type: int, low: 1, high: 4, default: 1}\n"
+        "  mode: {type: categorical, values: [ok, broken], default: ok}\n"
+    )
+    script = tmp_path / "b.py"
+    script.write_text("import json, sys\nprint(json.dumps({'v': float(sys.argv[1])}))\n")
+    # the {missing} placeholder makes apply fail for... every config: use a per-config check
+    fussy = FussyTarget(command=[sys.executable, str(script), "{x}"])
+    configs = [{"x": 2, "mode": "ok"}, {"x": 3, "mode": "broken"}, {"x": 4, "mode": "ok"}]
+    measuring = sweep(store, "sw", space, fussy, "v", configs, repetitions=2, reference_every=2)
+    outcome = measuring.run()
+    trials = {t.seq: t for t in store.trials(store.campaign("sw").id)}
+    assert store.campaign("sw").status == "finished" and outcome.stopped_by == "budget"
+    broken = trials[2]
+    assert broken.status == "failed" and "apply: mode broken" in broken.error
+    assert sorted(r.repetition for r in broken.runs) == [0, 1]  # each slot recorded, once
+    assert all(r.status == "failed" for r in broken.runs)
+    assert trials[1].status == "ok" and trials[3].status == "ok"
+    assert len(trials[1].runs) == 2 and len(trials[3].runs) == 2
+
+
+class FussyTarget(CommandTarget):
+    """A command target that refuses one value (as a kernel refuses a mount option)."""
+
+    kind = ""  # not registered: a test's stand-in
+
+    def apply(self, config: dict) -> None:
+        from stortune.errors import TargetError
+
+        if config.get("mode") == "broken":
+            raise TargetError("mode broken is refused")
+        super().apply(config)
+
+
+def test_an_interrupted_verification_is_recorded_and_resumes(store: Store, bench: Path) -> None:
+    from stortune.measure.campaigns import open_campaign
+    from stortune.measure.runner import Interrupted
+    from stortune.measure.verify import stored_gain
+    from stortune.workflows.verify import verify
+
+    space = parse_space(OK_ONLY)
+    tune(store, "v", space, target(bench), budget=3, repetitions=1, seed=1)
+    tuned = store.campaign("v")
+    runs = []
+
+    class StopAfterFour:
+        def note(self, text: str) -> None:
+            pass
+
+        def measuring(self, label: str, measuring: Any) -> Any:
+            from contextlib import nullcontext
+
+            def on_event(event: Any) -> None:
+                if event.kind == "run":
+                    runs.append(event)
+                    if len(runs) == 4:
+                        raise KeyboardInterrupt
+
+            return nullcontext(on_event)
+
+    configs = {"default": space.default_config(), "best": {"x": 3.0, "mode": "ok"}}
+    with pytest.raises(Interrupted):
+        verify(store, tuned, target(bench), configs, 4, space, StopAfterFour())
+    check = store.campaign("v-verify")
+    assert check.status == "interrupted" and store.run_count(check.id) == 4
+    open_campaign(store, "v-verify").run()
+    assert store.campaign("v-verify").status == "finished" and store.run_count(check.id) == 8
+    gain = stored_gain(store, tuned)
+    assert gain is not None and gain.n_default == 4 and gain.n_best == 4
+    assert gain.gain == pytest.approx(10 / 6 - 1)
+
+
+def test_a_time_budget_is_a_hard_limit(store: Store, bench: Path) -> None:
+    space = parse_space(OK_ONLY)
+    started = time.monotonic()
+    result = tune(
+        store, "t", space, target(bench, sleep=0.6), budget=None, seconds=4.0, repetitions=2
+    )
+    spent = time.monotonic() - started
+    assert result.outcome.stopped_by == "time"
+    assert 2 <= result.outcome.runs_ok and spent < 4.0 + 1.5
+    last_end = max(r.ended_at for t in store.trials(store.campaign("t").id) for r in t.runs)
+    first_start = min(r.started_at for t in store.trials(store.campaign("t").id) for r in t.runs)
+    assert last_end - first_start <= 4.0

@@ -11,7 +11,7 @@ import pytest
 
 from stortune.errors import ConfigError
 from stortune.workloads import TEMPLATES, FioWorkload, make_workload, parse_fio_output
-from stortune.workloads.fio import parse_size
+from stortune.units import parse_size
 
 
 def _lat(mean: float, n: int, **pct: int) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stortune.sysmetrics import SystemSampler, snapshot
+from stortune.measure.sysmetrics import SystemSampler, snapshot
 from stortune.workloads import FioWorkload, parse_fio_output
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -73,7 +73,7 @@ def test_workload_run_has_fio_and_system_metrics(tmp_path: Path) -> None:
     w = job(READER, runtime=2, size="4m")
     w.prepare(tmp_path)
     assert (tmp_path / "data").stat().st_size == 4 << 20
-    m = w.run(tmp_path, timeout=30)
+    m = w.measure(tmp_path, timeout=30)
     assert m.ok, m.error
     assert m.metrics["read.iops"] > 0 and m.metrics["runtime_s"] >= 1.8
     for name in (
@@ -92,7 +92,7 @@ def test_workload_run_has_fio_and_system_metrics(tmp_path: Path) -> None:
 
 
 def test_fio_failure_is_a_failed_measurement(tmp_path: Path) -> None:
-    m = job("[bad]\ndirectory=${DIR}\nioengine=nonsense\nsize=1m\nrw=read\n").run(tmp_path, 30)
+    m = job("[bad]\ndirectory=${DIR}\nioengine=nonsense\nsize=1m\nrw=read\n").measure(tmp_path, 30)
     assert m.status == "failed"
     assert "engine nonsense not loadable" in m.error and "\n" not in m.error
 
@@ -100,7 +100,7 @@ def test_fio_failure_is_a_failed_measurement(tmp_path: Path) -> None:
 def test_timeout_kills_fio_and_says_so(tmp_path: Path) -> None:
     slow = READER + "rate_iops=10\n"
     started = time.monotonic()
-    m = job(slow, size="1m").run(tmp_path, timeout=1.5, runtime=30)
+    m = job(slow, size="1m").measure(tmp_path, timeout=1.5, runtime=30)
     assert m.status == "timeout" and "1.5 s" in m.error
     assert time.monotonic() - started < 10
     assert fio_in(tmp_path) == []
@@ -112,7 +112,7 @@ def test_short_run_is_rejected(tmp_path: Path) -> None:
         "[append]\ndirectory=${DIR}\nfilename=log\nsize=1m\nfile_append=1\nrw=write\n"
         "bs=4k\ntime_based=1\nruntime=${RUNTIME}\n"
     )
-    m = job(append).run(tmp_path, timeout=30, runtime=2)
+    m = job(append).measure(tmp_path, timeout=30, runtime=2)
     assert m.status == "failed" and "of the 2 s asked" in m.error
 
 

@@ -7,10 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import tune
 
 from stortune.errors import BusyError
-from stortune.experiment import Experiment, LoopSettings, Objective
-from stortune.lock import BenchmarkLock
+from stortune.measure.lock import BenchmarkLock
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
@@ -18,7 +18,7 @@ from stortune.targets.command import CommandTarget
 HOLDER = textwrap.dedent(
     """\
     import sys, time
-    from stortune.lock import BenchmarkLock
+    from stortune.measure.lock import BenchmarkLock
     with BenchmarkLock("campaign 'first'"):
         print("locked", flush=True)
         time.sleep(float(sys.argv[1]))
@@ -36,19 +36,8 @@ def test_a_second_benchmark_is_refused_while_one_measures(tmp_path: Path) -> Non
         assert holder.stdout.readline().strip() == "locked"
         space = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 3, default: 1}\n")
         with Store(str(tmp_path / "s.db")) as db:
-            exp = Experiment.start(
-                db,
-                "second",
-                space,
-                CommandTarget(["true"]),
-                [None],
-                Objective("m"),
-                "random",
-                LoopSettings(budget=1),
-                seed=0,
-            )
             with pytest.raises(BusyError) as info:
-                exp.run()
+                tune(db, "second", space, CommandTarget(command=["true"]), "m", budget=1)
             assert f"pid {holder.pid}, campaign 'first'" in str(info.value)
             assert "one at a time" in str(info.value)
             assert db.trials(db.campaign("second").id) == []  # refused before measuring

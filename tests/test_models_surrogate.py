@@ -15,7 +15,7 @@ import torch
 import yaml
 from typer.testing import CliRunner, Result
 
-from stortune.cli.targets import build_target, target_kind
+from stortune.cli.targets import TargetOptions
 from stortune.errors import ConfigError, StortuneError, TargetError
 from stortune.models import make_model, technique
 from stortune.models.surrogate import SurrogateModel
@@ -112,7 +112,7 @@ def cli_ok(*args: str) -> dict[str, Any]:
 
 
 def test_the_target_predicts_the_applied_config(fitted: dict) -> None:
-    target = SurrogateTarget(fitted["model"], load_space(fitted["space"]))
+    target = SurrogateTarget(load_space(fitted["space"]), model=str(fitted["model"]))
     assert not target.measures_machine
     target.apply({"x": 6, "y": 2, "c": "b"})
     m = target.run(None)
@@ -126,7 +126,7 @@ def test_noise_is_multiplicative_and_seeded(fitted: dict) -> None:
     config = {"x": 6, "y": 2, "c": "b"}
 
     def runs(seed: int) -> list[float]:
-        target = SurrogateTarget(fitted["model"], space, noise=0.1, seed=seed)
+        target = SurrogateTarget(space, model=str(fitted["model"]), noise=0.1, seed=seed)
         target.apply(config)
         return [target.run(None).metrics["perf"] for _ in range(200)]
 
@@ -136,12 +136,12 @@ def test_noise_is_multiplicative_and_seeded(fitted: dict) -> None:
     assert np.mean(values) == pytest.approx(exact, rel=0.03)
     assert runs(1) == values and runs(2) != values
     with pytest.raises(TargetError, match="noise"):
-        SurrogateTarget(fitted["model"], space, noise=-0.1)
+        SurrogateTarget(space, model=str(fitted["model"]), noise=-0.1)
 
 
 def test_describe_and_from_spec_round_trip(fitted: dict) -> None:
     space = load_space(fitted["space"])
-    target = SurrogateTarget(fitted["model"], space, noise=0.05, seed=3)
+    target = SurrogateTarget(space, model=str(fitted["model"]), noise=0.05, seed=3)
     spec = json.loads(json.dumps(target.describe()))  # stored as JSON in the campaign
     assert spec["kind"] == "surrogate" and spec["model"] == str(Path(fitted["model"]).resolve())
     assert (spec["metric"], spec["technique"], spec["noise"], spec["seed"]) == (
@@ -161,7 +161,7 @@ def test_describe_and_from_spec_round_trip(fitted: dict) -> None:
 def test_a_pinned_subspace_keeps_its_held_values_in_the_spec(fitted: dict) -> None:
     space = load_space(fitted["space"])
     pinned = space.subspace(["x"], fixed={"y": 2, "c": "b"})
-    target = SurrogateTarget(fitted["model"], pinned)
+    target = SurrogateTarget(pinned, model=str(fitted["model"]))
     spec = target.describe()
     assert spec["held"] == {"y": 2, "c": "b"}
     # a resumed campaign's space is the stored YAML: the tuned parameter only
@@ -181,7 +181,7 @@ def test_a_model_of_other_parameters_is_refused(fitted: dict) -> None:
         "  c: {type: categorical, values: [a, b], default: a}\n"
     )
     with pytest.raises(TargetError, match="does not match space 'other'") as info:
-        SurrogateTarget(fitted["model"], other)
+        SurrogateTarget(other, model=str(fitted["model"]))
     message = str(info.value)
     assert "lacks y" in message and "does not know z" in message and "\n" not in message
     kinds = parse_space(
@@ -191,7 +191,7 @@ def test_a_model_of_other_parameters_is_refused(fitted: dict) -> None:
         "  c: {type: categorical, values: [a, b], default: a}\n"
     )
     with pytest.raises(TargetError, match="'x' is numeric in the model"):
-        SurrogateTarget(fitted["model"], kinds)
+        SurrogateTarget(kinds, model=str(fitted["model"]))
     # through the command line too
     other_file = fitted["tmp"] / "other.yaml"
     other_file.write_text(yaml.safe_dump(other.to_dict()))
@@ -206,20 +206,20 @@ def test_a_model_of_other_parameters_is_refused(fitted: dict) -> None:
 def test_missing_corrupt_and_changed_model_files_are_refused(fitted: dict) -> None:
     space = load_space(fitted["space"])
     with pytest.raises(TargetError, match="no such model file"):
-        SurrogateTarget(fitted["tmp"] / "missing.joblib", space)
+        SurrogateTarget(space, model=str(fitted["tmp"] / "missing.joblib"))
     junk = fitted["tmp"] / "junk.joblib"
     junk.write_bytes(b"\x80\x04 not a pickle")
     with pytest.raises(TargetError, match="not a stortune model file"):
-        SurrogateTarget(junk, space)
-    spec = SurrogateTarget(fitted["model"], space).describe()
+        SurrogateTarget(space, model=str(junk))
+    spec = SurrogateTarget(space, model=str(fitted["model"])).describe()
     model = SurrogateModel.load(fitted["model"])
     model.metadata["refit"] = True
     model.save(fitted["model"])  # refitted since: other bytes
     with pytest.raises(TargetError, match="changed since the campaign started"):
         make_target(spec, space)
     with pytest.raises(StortuneError, match="needs --model"):
-        build_target("surrogate", space)
-    assert target_kind(None, None, None, fitted["model"]) == "surrogate"
+        TargetOptions("surrogate").build(space)
+    assert TargetOptions(values={"model": fitted["model"]}).kind == "surrogate"
 
 
 def test_tuners_find_the_models_optimum_and_the_campaign_resumes(fitted: dict) -> None:
@@ -229,7 +229,7 @@ def test_tuners_find_the_models_optimum_and_the_campaign_resumes(fitted: dict) -
         "--verify", "2", "--name", "s1",
     )  # fmt: skip
     outcome = report["outcome"]
-    assert outcome["trials"] == 20 and outcome["runs_failed"] == 0
+    assert outcome["evaluations"] == 20 and outcome["runs_failed"] == 0
     best = outcome["best_config"]
     assert best["c"] == "b" and abs(best["x"] - 6) <= 2 and abs(best["y"] - 2) <= 3
     assert outcome["best_value"] >= 400 and report["gain"]["gain"] > 0
@@ -237,7 +237,7 @@ def test_tuners_find_the_models_optimum_and_the_campaign_resumes(fitted: dict) -
         assert db.campaign("s1").target["kind"] == "surrogate"
 
     resumed = cli_ok("tune", "--resume", "s1", "--budget", "24", "--store", fitted["store"])
-    assert resumed["outcome"]["trials"] == 24
+    assert resumed["outcome"]["evaluations"] == 24
     assert resumed["outcome"]["best_value"] >= outcome["best_value"]
 
     torch.set_num_threads(1)
@@ -252,7 +252,7 @@ def test_tuners_find_the_models_optimum_and_the_campaign_resumes(fitted: dict) -
 def test_run_and_sweep_take_the_model_too(fitted: dict) -> None:
     common = ["--space", fitted["space"], "--model", fitted["model"], "--store", fitted["store"]]
     outcome = cli_ok("run", *common, "-o", "perf:max", "--budget", "5", "-r", "2", "-q")
-    assert outcome["trials"] == 5 and outcome["runs_failed"] == 0
+    assert outcome["evaluations"] == 5 and outcome["runs_failed"] == 0
     done = cli_ok(
         "sweep", *common, "-o", "perf:max", "--levels", "2", "-r", "1", "--reference-every", "0",
         "--name", "w1", "-q",

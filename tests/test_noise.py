@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stortune.cli import app
-from stortune.noise import repetitions_needed
+from stortune.measure.noise import repetitions_needed
 
 DRIFTING = """\
 import json, random, sys, time

@@ -1,5 +1,5 @@
-"""Several objectives: parsing, Magpie's weighted min-max scalarisation, the Pareto front, the
-scalarising target wrapper; and the re-measured gain with its confidence interval."""
+"""What a campaign optimises: parsing, Magpie's weighted min-max scalarisation, the objective's
+value in a run, the Pareto front; and the re-measured gain with its confidence interval."""
 
 from __future__ import annotations
 
@@ -8,17 +8,16 @@ import math
 import pytest
 
 from stortune.errors import StortuneError
-from stortune.space import Config
-from stortune.targets.base import Measurement, Target
-from stortune.tuners.multiobjective import (
+from stortune.measure.objective import (
     SCORE,
+    Objective,
     ObjectiveSpec,
-    ScalarizedTarget,
     Scalarizer,
     dominates,
+    parse_bounds,
     pareto_front,
 )
-from stortune.verify import gain
+from stortune.measure.verify import gain
 
 
 def test_objectives_parse_with_direction_and_weight() -> None:
@@ -35,14 +34,15 @@ def test_weighted_min_max_scalarisation() -> None:
     # bw normalises to 0.5, lat (smaller is better) to 1 - 0.25 = 0.75
     assert s.score({"bw": 200, "lat": 2}) == pytest.approx((3 * 0.5 + 1 * 0.75) / 4)
     assert s.score({"bw": 300, "lat": 1}) == pytest.approx(1.0)
-    around = Scalarizer.around(specs, {"bw": 200.0, "lat": 4.0})
+    around = Scalarizer(specs).around({"bw": 200.0, "lat": 4.0})
     assert around.score({"bw": 200, "lat": 4}) == pytest.approx(0.5)  # the default: 0.5
     assert around.bounds == {"bw": (0.0, 400.0), "lat": (0.0, 8.0)}
     data = Scalarizer.from_data(specs, [{"bw": 1, "lat": 2}, {"bw": 3, "lat": 6}])
     assert data.bounds == {"bw": (1.0, 3.0), "lat": (2.0, 6.0)}
     assert Scalarizer.from_dict(s.to_dict()).bounds == s.bounds
-    with pytest.raises(StortuneError, match="bounds"):
-        Scalarizer(specs, {"bw": (0, 1)})
+    assert not Scalarizer(specs, {"bw": (0, 1)}).complete  # lat's bounds come later
+    with pytest.raises(StortuneError, match="LOW must be below HIGH"):
+        Scalarizer(specs, {"bw": (1, 1)})
 
 
 def test_pareto_front_keeps_the_undominated() -> None:
@@ -53,38 +53,29 @@ def test_pareto_front_keeps_the_undominated() -> None:
     assert pareto_front(points, directions) == [2, 4]
 
 
-class Fake(Target):
-    kind = "fake"
-    measures_machine = False
-
-    def __init__(self) -> None:
-        self.config: Config = {}
-
-    @classmethod
-    def from_spec(cls, spec: dict, space: object) -> Fake:
-        return cls()
-
-    def apply(self, config: Config) -> None:
-        self.config = config
-
-    def run(self, workload: object = None, timeout: float | None = None) -> Measurement:
-        x = self.config["x"]
-        return Measurement({"bw": 100 + x, "lat": 10 - x})
-
-    def describe(self) -> dict:
-        return {"kind": self.kind}
-
-
-def test_the_wrapper_adds_the_score_to_every_run() -> None:
-    specs = [ObjectiveSpec("bw", "max"), ObjectiveSpec("lat", "min")]
-    target = ScalarizedTarget(Fake(), Scalarizer.around(specs, {"bw": 100, "lat": 10}))
-    target.apply({"x": 0})
-    assert target.run(None).metrics[SCORE] == pytest.approx(0.5)
-    target.apply({"x": 5})
-    assert target.run(None).metrics[SCORE] > 0.5
-    spec = target.describe()
-    assert spec["kind"] == "scalarized" and spec["inner"] == {"kind": "fake"}
-    assert target.measures_machine is False
+def test_an_objective_values_a_run_and_round_trips_through_the_store() -> None:
+    single = Objective.of(["bw:min"])
+    assert single == Objective("bw", "min") and single.measured == ["bw"]
+    assert single.value({"bw": 3.0}) == 3.0
+    assert single.value({"bw": float("nan")}) is None and single.value({}) is None
+    several = Objective.of(["bw", "lat:min"], parse_bounds(["bw=0:200"]))
+    assert several.metric == SCORE and several.direction == "max" and several.needs_bounds
+    assert several.value({"bw": 100, "lat": 10}) is None  # lat's bounds are not known yet
+    known = several.with_bounds_around({"bw": 100.0, "lat": 10.0})
+    assert known.scalarizer.bounds == {"bw": (0.0, 200.0), "lat": (0.0, 20.0)}
+    assert known.value({"bw": 100, "lat": 10}) == pytest.approx(0.5)
+    assert known.value({"bw": 200, "lat": 0}) == pytest.approx(1.0)
+    assert Objective.from_dict(known.to_dict()) == known
+    for texts, bounds, message in (
+        ([], [], "give an objective"),
+        (["bw", "bw:min"], [], "named twice"),
+        (["bw", "lat"], ["iops=0:1"], "no objective"),
+        (["bw"], ["bw=0:1"], "several objectives"),
+        (["bw", "lat"], ["bw=1:0"], "LOW must be below HIGH"),
+        (["bw", "lat"], ["bw=a:b"], "METRIC=LOW:HIGH"),
+    ):
+        with pytest.raises(StortuneError, match=message):
+            Objective.of(texts, parse_bounds(bounds))
 
 
 def test_gain_and_its_interval_in_either_direction() -> None:

@@ -154,7 +154,7 @@ def test_bo_finds_a_near_optimal_fileserver_config_in_30_runs(fileserver: Datase
     frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
     data = Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)
     space = space_from_dataset(data)
-    target = TableTarget(data, space, nearest=True)
+    target = TableTarget.of(data, space, nearest=True)
     assert len(target.configs()) < space.raw_grid_size(levels=10**9)  # why nearest is needed
     optimum = target.optimum(RELATIVE, "max")
     tuner = make_tuner("bo", space, "max", 0, 30)

@@ -2,10 +2,11 @@
 so a tuning campaign's runs read relative to the reference as a sweep's do."""
 
 import pytest
+import conftest
 from test_sweep import SPACE, drifting  # noqa: F401 - the fixture is used by name
 
-from stortune.experiment import Experiment, LoopSettings, Objective
-from stortune.reference import campaign_relative, is_reference
+from stortune.measure.campaigns import open_campaign
+from stortune.measure.reference import campaign_relative, is_reference
 from stortune.sources import load_source
 from stortune.space import parse_space
 from stortune.store import Store
@@ -13,9 +14,10 @@ from stortune.targets.command import CommandTarget
 
 
 def tune(store: Store, target: CommandTarget, budget: int, every: int) -> None:
-    settings = LoopSettings(budget=budget, repetitions=1, reference_every=every)
     space = parse_space(SPACE)
-    Experiment.start(store, "t", space, target, [None], Objective("mbs"), "random", settings).run()
+    conftest.tune(
+        store, "t", space, target, "mbs", budget=budget, repetitions=1, reference_every=every
+    )
 
 
 def test_reference_is_measured_every_k_evaluations_and_cancels_drift(
@@ -43,7 +45,7 @@ def test_resume_continues_the_reference_schedule_and_ignores_it_in_the_replay(
     drifting: CommandTarget,  # noqa: F811
 ) -> None:
     tune(store, drifting, budget=4, every=2)
-    Experiment.resume(store, "t", budget=6).run()
+    open_campaign(store, "t", budget=6).run()
     trials = store.trials(store.campaign("t").id)
     reference = next(t for t in trials if is_reference(t))
     assert [t.seq for t in trials if not is_reference(t)] == list(range(6))

@@ -14,22 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import conftest
 import pytest
 import typer
 from markupsafe import escape
 from typer.testing import CliRunner
 
-from stortune import experiment
 from stortune.cli import report as report_cli
 from stortune.datasets import from_frame
-from stortune.experiment import Experiment, LoopSettings, Objective
 from stortune.report import write_report
 from stortune.report.headline import metric_word
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
 from stortune.targets.table import TableTarget
-from stortune.verify import remeasure
+from stortune.measure import runner as measure_runner
 
 SPACE = """\
 name: grid
@@ -75,7 +74,7 @@ PROFILE = {
 def quiet_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fixed machine fingerprint: no `fio --version` or /sys reads while the tests run."""
     fingerprint = {"hostname": "testhost", "kernel": "6.1.0-test", "cores": 2, "fio": "fio-3.33"}
-    monkeypatch.setattr(experiment.environment, "fingerprint", lambda: dict(fingerprint))
+    monkeypatch.setattr(measure_runner.environment, "fingerprint", lambda: dict(fingerprint))
 
 
 def grid_target() -> TableTarget:
@@ -89,25 +88,24 @@ def grid_target() -> TableTarget:
             thr += (3 if fs == "xfs" else 0) + (1 if not atime else 0) + 2 * rep
             rows.append({"fs": fs, "block": block, "journal": journal, "atime": atime, "thr": thr})
     dataset = from_frame(pd.DataFrame(rows), metrics=["thr"], source="grid")
-    return TableTarget(dataset, parse_space(SPACE))
+    return TableTarget.of(dataset, parse_space(SPACE))
 
 
-def tune(store: Store, name: str, tuner: str = "random", budget: int = 16) -> Any:
+def tune(
+    store: Store, name: str, tuner: str = "random", budget: int = 16, verify: int = 0
+) -> Any:
     space = parse_space(SPACE)
-    settings = LoopSettings(budget=budget, repetitions=2, baseline=True, timeout=30)
-    return Experiment.start(
-        store, name, space, grid_target(), [None], Objective("thr", "max"), tuner, settings, seed=3
-    ).run()
+    return conftest.tune(
+        store, name, space, grid_target(), "thr:max", tuner=tuner, seed=3, budget=budget,
+        repetitions=2, baseline=True, verify=verify,
+    )  # fmt: skip
 
 
 def tuned_store(path: Path) -> Store:
-    """A tuned campaign `t1` (random), a second tuner `t2` (lhs) and `t1`'s verification."""
+    """A tuned campaign `t1` (random) with its verification, and a second tuner `t2` (lhs)."""
     store = Store(str(path))
-    outcome = tune(store, "t1")
+    tune(store, "t1", verify=3)
     tune(store, "t2", tuner="lhs", budget=10)
-    space = parse_space(SPACE)
-    configs = {"default": space.default_config(), "best": outcome.best_config}
-    remeasure(store, store.campaign("t1"), grid_target(), [None], configs, repetitions=3)
     return store
 
 
@@ -240,16 +238,15 @@ FAIL = "import sys; sys.exit('benchmark crashed: out of cheese')"
 def test_campaign_with_only_failed_runs(tmp_path: Path) -> None:
     space = parse_space(SPACE)
     with Store(str(tmp_path / "runs.db")) as store:
-        Experiment.start(
+        conftest.tune(
             store,
             "broken",
             space,
-            CommandTarget([sys.executable, "-c", FAIL, "{block}"]),
-            [None],
-            Objective("thr", "max"),
-            "random",
-            LoopSettings(budget=2, repetitions=1, timeout=60),
-        ).run()
+            CommandTarget(command=[sys.executable, "-c", FAIL, "{block}"]),
+            "thr:max",
+            budget=2,
+            repetitions=1,
+        )
         report = write_report(store, "broken", tmp_path)
     html = report.path.read_text()
     assert report.headline == "broken on grid: none of 2 evaluations succeeded"
@@ -403,15 +400,11 @@ def test_metric_words() -> None:
 def test_sweep_headline_counts_runs_not_finished_configs(tmp_path: Path) -> None:
     """A sweep's configs finish only with their last repetition: its headline counts runs."""
     from stortune.sampling import sample
-    from stortune.sweep import Sweep, SweepSettings
-
     space = parse_space(SPACE)
     configs = sample(space, "lhs", 12, seed=1).configs
     with Store(str(tmp_path / "sw.db")) as store:
-        sweep = Sweep.start(
-            store, "sw", space, grid_target(), [None], "thr", "max", configs,
-            SweepSettings(repetitions=2, reference_every=4),
-        )  # fmt: skip
-        sweep.run()
+        conftest.sweep(
+            store, "sw", space, grid_target(), "thr", configs, repetitions=2, reference_every=4
+        ).run()
         report = write_report(store, "sw", tmp_path)
     assert "sweep of 12 configs (finished), 24 of 24 runs measured" in report.headline

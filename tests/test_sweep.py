@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import sweep
 from typer.testing import CliRunner
 
 from stortune.cli import app
-from stortune.cli.sweep import counts_toward_progress
-from stortune.experiment import Event
-from stortune.reference import campaign_relative
+from stortune.measure.campaigns import Measuring, open_campaign
+from stortune.measure.reference import campaign_relative
+from stortune.measure.runner import Event, EventKind, RunRules
 from stortune.sampling import sample
 from stortune.space import parse_space
 from stortune.store import Store
-from stortune.sweep import Sweep, SweepSettings
 from stortune.targets.command import CommandTarget
 
 runner = CliRunner()
@@ -46,22 +46,14 @@ def drifting(tmp_path: Path) -> CommandTarget:
     script.write_text(DRIFTING)
     clock = tmp_path / "start"
     clock.write_text(str(time.time()))
-    return CommandTarget([sys.executable, str(script), "{level}", str(clock)])
+    return CommandTarget(command=[sys.executable, str(script), "{level}", str(clock)])
 
 
-def start(store: Store, target: CommandTarget, reps: int = 2, every: int = 1) -> Sweep:
+def start(store: Store, target: CommandTarget, reps: int = 2, every: int = 1) -> Measuring:
     space = parse_space(SPACE)
     configs = sample(space, "factorial", 0).configs
-    return Sweep.start(
-        store,
-        "s",
-        space,
-        target,
-        [None],
-        "mbs",
-        "max",
-        configs,
-        SweepSettings(repetitions=reps, reference_every=every, seed=3),
+    return sweep(
+        store, "s", space, target, "mbs", configs, repetitions=reps, reference_every=every, seed=3
     )
 
 
@@ -95,21 +87,23 @@ def test_repetitions_are_interleaved_and_the_reference_recurs(
 
 
 def test_interrupted_sweep_resumes_without_repeating(store: Store, drifting: CommandTarget) -> None:
-    sweep = start(store, drifting, reps=2, every=0)
+    from stortune.measure.runner import Interrupted
+
+    measuring = start(store, drifting, reps=2, every=0)
     seen: list[Event] = []
 
     def stop_after_three(event: Event) -> None:
-        seen.append(event)
+        if event.kind == EventKind.RUN:
+            seen.append(event)
         if len(seen) == 3:
             raise KeyboardInterrupt
 
-    sweep.on_event = stop_after_three
-    with pytest.raises(KeyboardInterrupt):
-        sweep.run()
+    with pytest.raises(Interrupted):
+        measuring.run(stop_after_three)
     assert store.campaign("s").status == "interrupted"
     before = {r.id for t in store.trials(store.campaign("s").id) for r in t.runs}
     assert len(before) == 3
-    Sweep.resume(store, "s").run()
+    open_campaign(store, "s").run()
     trials = store.trials(store.campaign("s").id)
     after = {r.id for t in trials for r in t.runs}
     assert before <= after and len(after) == 8
@@ -152,6 +146,9 @@ def test_real_localfs_sweep_and_relative_export(tmp_path: Path) -> None:
         "configs": 2,
         "runs_ok": 5,
         "runs_failed": 0,
+        "runs_disturbed": 0,
+        "stopped_by": "budget",
+        "notes": [],
     }
     out = tmp_path / "real.csv"
     assert runner.invoke(app, ["export", "real", "-o", str(out), "--store", db]).exit_code == 0
@@ -165,21 +162,27 @@ def test_disturbed_runs_are_measured_again_and_replaced(
 ) -> None:
     """A run still disturbed after its retries is stored as such, then measured again by the
     sweep's second pass; the slot ends with one good run and no disturbed placeholder."""
-    from stortune import disturbance
+    from stortune.measure import disturbance
 
     verdicts = iter(["fake load"] * 3)  # one run: the first try and both retries disturbed
     monkeypatch.setattr(disturbance, "judge", lambda *a, **k: next(verdicts, None))
     space = parse_space(SPACE)
-    settings = SweepSettings(
-        repetitions=1, reference_every=0, check_disturbance=True, settle_seconds=0.0
-    )
+    rules = RunRules(check_disturbance=True, settle_seconds=0.0)
     configs = sample(space, "factorial", 0).configs
-    sweep = Sweep.start(store, "d", space, drifting, [None], "mbs", "max", configs, settings)
+    measuring = sweep(
+        store, "d", space, drifting, "mbs", configs, repetitions=1, reference_every=0, rules=rules
+    )
     advanced: list[Event] = []
-    sweep.on_event = lambda e: advanced.append(e) if counts_toward_progress(e) else None
-    sweep.run()
-    assert len(advanced) == sweep.total_runs == len(configs)  # the progress bar ends at 100%
-    runs = [r for t in store.trials(sweep.campaign.id)[1:] for r in t.runs]
+
+    def count(event: Event) -> None:
+        m = event.measurement
+        if event.kind == EventKind.RUN and event.counted and m and m.status != "disturbed":
+            advanced.append(event)
+
+    measuring.run(count)
+    planned = measuring.plan.planned_runs()
+    assert len(advanced) == planned == len(configs)  # the progress bar ends at 100%
+    runs = [r for t in store.trials(measuring.campaign.id)[1:] for r in t.runs]
     assert len(runs) == len(configs) and {r.status for r in runs} == {"ok"}
     redone = [r for r in runs if r.info.get("disturbed_attempts")]
     assert redone == [] or all(len(r.info["disturbed_attempts"]) < 3 for r in redone)
@@ -189,12 +192,11 @@ def test_disturbed_runs_are_measured_again_and_replaced(
 def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandTarget) -> None:
     space = parse_space(SPACE)
     configs = sample(space, "factorial", 0).configs
-    settings = SweepSettings(repetitions=1, reference_every=0)
-    sweep = Sweep.start(store, "r", space, drifting, [None], "mbs", "max", configs, settings)
-    trial = store.trials(sweep.campaign.id)[1]
+    measuring = sweep(store, "r", space, drifting, "mbs", configs, repetitions=1, reference_every=0)
+    trial = store.trials(measuring.campaign.id)[1]
     now = time.time()
     store.add_run(
-        sweep.campaign.id,
+        measuring.campaign.id,
         trial.id,
         workload="default",
         repetition=0,
@@ -204,10 +206,10 @@ def test_resume_measures_a_disturbed_slot_again(store: Store, drifting: CommandT
         ended_at=now,
         error="another benchmark",
     )
-    resumed = Sweep.resume(store, "r")
-    assert resumed.completed_runs == 0  # the disturbed slot is still to do
+    resumed = open_campaign(store, "r")
+    assert resumed.plan.done_runs() == 0  # the disturbed slot is still to do
     resumed.run()
-    assert resumed.completed_runs == len(configs)
+    assert resumed.plan.done_runs() == len(configs)
     slot = store.trial_runs(trial.id)
     assert [r.status for r in slot] == ["ok"]
     kept = slot[0].info["replaced_disturbed"]  # what the placeholder measured is not lost
@@ -225,12 +227,12 @@ def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) 
               "--reference-every", "0", "--no-check-disturbance", "--json",
               "--design", "factorial"]  # fmt: skip
 
-    def sweep(*args: str):
+    def run_sweep(*args: str):
         return runner.invoke(app, ["sweep", *common, *args])
 
-    first = sweep("-n", "2", "--name", "first")
+    first = run_sweep("-n", "2", "--name", "first")
     assert first.exit_code == 0, first.output
-    second = sweep("--exclude-measured", "first", "--name", "second")
+    second = run_sweep("--exclude-measured", "first", "--name", "second")
     assert second.exit_code == 0, second.output
     with Store(db) as store:
         levels = {
@@ -240,7 +242,7 @@ def test_a_second_sweep_measures_only_configs_the_first_did_not(tmp_path: Path) 
             for name in ("first", "second")
         }
     assert levels == {"first": [1.0, 1.5], "second": [2.0, 3.0]}
-    again = sweep("--exclude-measured", "first", "--exclude-measured", "second")
+    again = run_sweep("--exclude-measured", "first", "--exclude-measured", "second")
     assert "no configs left to measure" in str(again.exception)
     out = tmp_path / "both.csv"
     exported = runner.invoke(app, ["export", "first", "second", "-o", str(out), "--store", db])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from stortune.sysmetrics import _hardware_disks, disk_of
+from stortune.measure.sysmetrics import _hardware_disks, disk_of
 
 
 def test_disk_of_names_the_whole_disk_under_a_path(tmp_path: Path) -> None:

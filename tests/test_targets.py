@@ -23,7 +23,7 @@ ECHO = [
 def test_values_reach_the_program_as_single_arguments_never_a_shell(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     evil = f"x; touch {marker} && $(touch {marker}) `touch {marker}`"
-    target = CommandTarget([*ECHO, "{v}"])
+    target = CommandTarget(command=[*ECHO, "{v}"])
     with target:
         target.apply({"v": evil})
         measurement = target.run()
@@ -40,7 +40,7 @@ def test_placeholders_inside_an_argument_and_workdir(tmp_path: Path) -> None:
         "print(json.dumps({'ok': float(os.path.isdir(sys.argv[2])),"
         " 'bs': float(sys.argv[1].split('=')[1])}))\n"
     )
-    target = CommandTarget([sys.executable, str(script), "--bs={bs}", "{workdir}"])
+    target = CommandTarget(command=[sys.executable, str(script), "--bs={bs}", "{workdir}"])
     with target:
         target.apply({"bs": 4096})
         m = target.run()
@@ -49,13 +49,13 @@ def test_placeholders_inside_an_argument_and_workdir(tmp_path: Path) -> None:
 
 def test_missing_program_and_missing_parameter_are_clear() -> None:
     with pytest.raises(TargetError, match="command not found: no-such-program"):
-        CommandTarget(["no-such-program", "{x}"]).setup()
+        CommandTarget(command=["no-such-program", "{x}"]).setup()
     with pytest.raises(TargetError, match=r"names \{x\}"):
-        CommandTarget([sys.executable, "{x}"]).apply({"y": 1})
+        CommandTarget(command=[sys.executable, "{x}"]).apply({"y": 1})
 
 
 def test_command_target_rebuilds_from_its_spec() -> None:
-    target = CommandTarget("prog --a {a}", output="fio")
+    target = CommandTarget(command="prog --a {a}", output="fio")
     again = make_target(
         target.describe(),
         parse_space("name: s\nparameters:\n  a: {type: int, low: 1, high: 2, default: 1}\n"),
@@ -73,13 +73,14 @@ def table() -> TableTarget:
             "Throughput+": [10.0, 12.0, 20.0, 15.0, 30.0],
         }
     )
-    return TableTarget(from_frame(frame, source="t.csv"))
+    return TableTarget.of(from_frame(frame, source="t.csv"))
 
 
-def test_table_replays_repetitions_in_turn(table: TableTarget) -> None:
+def test_table_replays_the_stored_repetition(table: TableTarget) -> None:
     table.apply({"bs": 4, "fs": "ext4"})
-    values = [table.run().metrics["Throughput"] for _ in range(3)]
-    assert values == [10.0, 12.0, 10.0]
+    values = [table.run(repetition=r).metrics["Throughput"] for r in range(3)]
+    assert values == [10.0, 12.0, 10.0]  # repetition r is the r-th stored run, cycling
+    assert table.run(repetition=1).metrics["Throughput"] == 12.0  # whenever it is asked
     assert table.optimum() == 30.0
     assert len(table.configs()) == 4
 
@@ -113,23 +114,32 @@ def test_unknown_target_kind() -> None:
 
 
 def test_ceph_options_choose_the_mode_and_rados_workloads() -> None:
-    from stortune.cli.targets import CephOptions, TargetOptions, build_workloads
+    from stortune.cli.targets import TargetOptions
+    from stortune.targets.ceph import CephTarget
 
-    assert CephOptions(osds=3).settings() == {"mode": "local", "health_timeout": 180.0, "osds": 3}
-    existing = CephOptions(conf="/etc/ceph/ceph.conf", keyring="k", allow_restart=True)
-    assert existing.settings() == {
-        "mode": "existing",
-        "health_timeout": 180.0,
-        "conf": "/etc/ceph/ceph.conf",
-        "keyring": "k",
-        "allow_restart": True,
-    }
-    assert TargetOptions(ceph_conf="/etc/ceph/ceph.conf").kind == "ceph"
-    loads = build_workloads("ceph", ["rados-write", "rados-seq"], 7.0)
+    local = TargetOptions("ceph", values={"osds": 3}).build(None)
+    assert isinstance(local, CephTarget)
+    assert (local.mode, local.osds, local.health_timeout) == ("local", 3, 180.0)
+    options = TargetOptions(
+        values={"conf": "/etc/ceph/ceph.conf", "keyring": "k", "allow_restart": True}
+    )
+    assert options.kind == "ceph"  # --ceph-conf names the target
+    existing = options.build(None)
+    spec = existing.describe()
+    assert (spec["mode"], spec["conf"], spec["keyring"], spec["allow_restart"]) == (
+        "existing",
+        "/etc/ceph/ceph.conf",
+        "k",
+        True,
+    )
+    loads = TargetOptions("ceph", ["rados-write", "rados-seq"], 7.0).workloads(local)
     assert [(w.name, w.mode, w.duration, w.prefill) for w in loads] == [
         ("rados-write", "write", 7.0, 0.0),
         ("rados-seq", "seq", 7.0, 7.0),
     ]
-    assert [w.name for w in build_workloads("ceph", [], 5.0)] == ["rados-rand"]
-    with pytest.raises(StortuneError, match="--workload is for the localfs and ceph targets"):
-        build_workloads("table", ["fileserver"], 5.0)
+    assert [w.name for w in TargetOptions("ceph", [], 5.0).workloads(local)] == ["rados-rand"]
+    table = TableTarget.of(from_frame(pd.DataFrame({"a": [1], "y+": [1.0]}), source="t.csv"))
+    with pytest.raises(StortuneError, match="measures by itself: it takes no --workload"):
+        TargetOptions("table", ["fileserver"]).workloads(table)
+    with pytest.raises(StortuneError, match="--osds is an option of the ceph target"):
+        TargetOptions("localfs", values={"osds": 3}).build(None)

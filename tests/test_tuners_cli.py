@@ -63,7 +63,7 @@ def test_tune_ranks_tunes_and_measures_the_gain_then_recommends(files: dict) -> 
     report = json.loads(out)
     assert report["ranking"]["tuned"] == ["a", "b"]  # c adds little, d nothing
     assert set(report["ranking"]["pinned"]) == {"c", "d"}
-    assert report["outcome"]["trials"] == 12
+    assert report["outcome"]["evaluations"] == 12
     assert (
         report["outcome"]["best_config"]["a"] == 4 and report["outcome"]["best_config"]["b"] == "y"
     )
@@ -79,7 +79,7 @@ def test_tune_ranks_tunes_and_measures_the_gain_then_recommends(files: dict) -> 
 
     out = invoke("tune", "--resume", "t1", "--budget", "14", "--store", files["store"], "--json")
     report = json.loads(out)
-    assert report["outcome"]["trials"] == 14 and "gain" in report
+    assert report["outcome"]["evaluations"] == 14 and "gain" in report
     with Store(files["store"]) as db:
         assert "t1-verify-2" in {c.name for c in db.campaigns()}
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from stortune.errors import ConfigError
-from stortune.experiment import Experiment, LoopSettings, Objective
+from conftest import tune
 from stortune.space import Space, parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
@@ -194,11 +194,9 @@ def test_widened_proposals_are_measured_by_the_loop_not_refused(tmp_path: Path) 
         "x, k = float(sys.argv[1]), float(sys.argv[2])\n"
         "print(json.dumps({'score': -(x - 3) ** 2 - (math.log2(k) - 7) ** 2}))\n"
     )
-    target = CommandTarget([sys.executable, str(script), "{x}", "{k}"])
+    target = CommandTarget(command=[sys.executable, str(script), "{x}", "{k}"])
     with Store(str(tmp_path / "grow.db")) as db:
-        settings = LoopSettings(budget=16, repetitions=1)
-        objective = Objective("score", "max")
-        Experiment.start(db, "g", EXTENDABLE, target, [None], objective, "bo", settings).run()
+        tune(db, "g", EXTENDABLE, target, "score:max", tuner="bo", budget=16, repetitions=1)
         trials = db.trials(db.campaign("g").id)
     assert {t.status for t in trials} == {"ok"}
     assert max(t.config["x"] for t in trials) > 1 or max(t.config["k"] for t in trials) > 16

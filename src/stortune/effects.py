@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from stortune.datasets import Dataset
+from stortune.enums import Direction
 from stortune.errors import DatasetError
 
 MAX_LEVELS = 8  # numeric parameters with more distinct values are binned into quantiles
@@ -83,7 +84,7 @@ def _levels(column: pd.Series) -> pd.Series:
 def _effect(name: str, levels: pd.Series, y: pd.Series, direction: str) -> Effect:
     means = y.groupby(levels).mean()
     counts = y.groupby(levels).count()
-    ordered = means.sort_values(ascending=direction == "min")
+    ordered = means.sort_values(ascending=direction == Direction.MIN)
     best, worst = str(ordered.index[0]), str(ordered.index[-1])
     low, high = sorted([means[best], means[worst]])
     spread = high / low if low > 0 else float("inf")

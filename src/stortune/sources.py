@@ -44,8 +44,8 @@ class WorkloadChoiceError(DatasetError):
 
 def campaign_frame(store: Store, campaign: Campaign, include_failed: bool = True) -> pd.DataFrame:
     """The export table of a campaign (`Store.runs_frame`) plus ``metric.<objective>_rel`` when
-    the campaign measured a reference config (see `stortune.reference`)."""
-    from stortune.reference import campaign_relative
+    the campaign measured a reference config (see `stortune.measure.reference`)."""
+    from stortune.measure.reference import campaign_relative
 
     frame = store.runs_frame(campaign.name, include_failed=include_failed)
     relative = campaign_relative(store, campaign)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from stortune.enums import CampaignStatus, RunStatus, TrialStatus
 from stortune.errors import StoreError
 
 if TYPE_CHECKING:
@@ -30,9 +31,16 @@ if TYPE_CHECKING:
 
     from stortune.datasets import Dataset
 
-DISTURBED = "disturbed"  # a run's status when other work on the machine spoilt it
+SCHEMA_VERSION = 2  # 1: stores made before the schema had a version (no meta table)
 
 metadata = sa.MetaData()
+
+meta = sa.Table(
+    "meta",
+    metadata,
+    sa.Column("key", sa.String(80), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
 
 campaigns = sa.Table(
     "campaigns",
@@ -157,7 +165,7 @@ class Trial:
 
     @property
     def finished(self) -> bool:
-        return self.status != "pending"
+        return self.status != TrialStatus.PENDING
 
 
 def normalize_url(url_or_path: str) -> str:
@@ -178,17 +186,44 @@ class Store:
         self.engine = _make_engine(self.url)
         for attempt in range(_SCHEMA_ATTEMPTS):
             try:
+                older = sa.inspect(self.engine).has_table("campaigns")
                 metadata.create_all(self.engine)
+                self.schema_version = self._settle_version(older)
                 break
             except sa.exc.SQLAlchemyError as exc:
                 # Processes opening a new store at once race to create the tables: a loser sees
                 # "already exists", or, in SQLite, "locked" (its read of the schema went stale
                 # and SQLite refuses the write without waiting); it checks again shortly.
-                racing = "already exists" in str(exc) or "database is locked" in str(exc)
+                text = str(exc)
+                racing = any(m in text for m in ("already exists", "database is locked", "UNIQUE"))
                 if racing and attempt < _SCHEMA_ATTEMPTS - 1:
                     time.sleep(0.05 * (attempt + 1))
                     continue
                 raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
+
+    def _settle_version(self, older: bool) -> int:
+        """The store's schema version, after upgrading an older store in one transaction."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(meta.c.value).where(meta.c.key == "schema_version")
+            ).first()
+            version = int(row.value) if row else (1 if older else SCHEMA_VERSION)
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the store {self.url} was written by a newer stortune (schema {version}; "
+                    f"this one reads up to {SCHEMA_VERSION}): upgrade stortune to open it"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                UPGRADES[step](conn)
+            if row is None:
+                conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            elif version < SCHEMA_VERSION:
+                conn.execute(
+                    meta.update()
+                    .where(meta.c.key == "schema_version")
+                    .values(value=str(SCHEMA_VERSION))
+                )
+        return SCHEMA_VERSION
 
     def close(self) -> None:
         self.engine.dispose()
@@ -236,7 +271,7 @@ class Store:
             tuner=tuner,
             seed=int(seed),
             settings=_jsonable(settings or {}),
-            status="running",
+            status=CampaignStatus.RUNNING,
             created_at=now,
             updated_at=now,
         )
@@ -265,19 +300,19 @@ class Store:
         return [Campaign(**r._mapping) for r in rows]
 
     def set_status(self, campaign_id: int, status: str) -> None:
-        with self._tx() as conn:
-            conn.execute(
-                campaigns.update()
-                .where(campaigns.c.id == campaign_id)
-                .values(status=status, updated_at=time.time())
-            )
+        self.update_campaign(campaign_id, status=str(status))
 
-    def update_settings(self, campaign_id: int, settings: Mapping[str, Any]) -> None:
+    def update_campaign(self, campaign_id: int, **fields: Any) -> None:
+        """Change stored fields of a campaign (status, settings, objective)."""
+        unknown = set(fields) - {"status", "settings", "objective"}
+        if unknown:
+            raise StoreError(f"a campaign's {', '.join(sorted(unknown))} cannot be changed")
+        values = {k: (_jsonable(v) if k != "status" else v) for k, v in fields.items()}
         with self._tx() as conn:
             conn.execute(
                 campaigns.update()
                 .where(campaigns.c.id == campaign_id)
-                .values(settings=_jsonable(settings), updated_at=time.time())
+                .values(**values, updated_at=time.time())
             )
 
     def record_environment(self, campaign_id: int, fingerprint: Mapping[str, Any]) -> None:
@@ -309,7 +344,7 @@ class Store:
                     campaign_id=campaign_id,
                     seq=seq,
                     config=_jsonable(config),
-                    status="pending",
+                    status=TrialStatus.PENDING,
                     info=_jsonable(info or {}),
                     created_at=time.time(),
                 )
@@ -361,7 +396,7 @@ class Store:
                 runs.c.trial_id == trial_id,
                 runs.c.workload == workload,
                 runs.c.repetition == repetition,
-                runs.c.status == DISTURBED,
+                runs.c.status == RunStatus.DISTURBED,
             )
             earlier = conn.execute(sa.select(runs).where(*slot)).all()
             if earlier:
@@ -414,6 +449,16 @@ class Store:
             out.append(Trial(**m, runs=by_trial.get(m["id"], [])))
         return out
 
+    def trial(self, trial_id: int) -> Trial:
+        """One trial with its runs."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(trials).where(trials.c.id == trial_id)).first()
+        if row is None:
+            raise StoreError(f"no trial {trial_id} in {self.url}")
+        fields = dict(row._mapping)
+        fields.pop("campaign_id")
+        return Trial(**fields, runs=self.trial_runs(trial_id))
+
     def trial_runs(self, trial_id: int) -> list[Run]:
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -447,7 +492,7 @@ class Store:
                 if name not in param_names:
                     param_names.append(name)
             for run in trial.runs:
-                if not include_failed and run.status != "ok":
+                if not include_failed and run.status != RunStatus.OK:
                     continue
                 row: dict[str, Any] = {
                     f"{RUN_PREFIX}id": run.id,
@@ -499,7 +544,7 @@ class Store:
                         campaign_id=campaign.id,
                         seq=seq,
                         config=_jsonable(config),
-                        status="ok",
+                        status=TrialStatus.OK,
                         info={},
                         created_at=now,
                         finished_at=now,
@@ -518,7 +563,7 @@ class Store:
                             trial_id=trial_id,
                             workload=workload,
                             repetition=rep,
-                            status="ok",
+                            status=RunStatus.OK,
                             metrics=_jsonable(metrics),
                             info={},
                             started_at=now,
@@ -527,7 +572,9 @@ class Store:
                     )
                     count += 1
             conn.execute(
-                campaigns.update().where(campaigns.c.id == campaign.id).values(status="finished")
+                campaigns.update()
+                .where(campaigns.c.id == campaign.id)
+                .values(status=CampaignStatus.FINISHED)
             )
         return count
 
@@ -592,3 +639,33 @@ def _plain_default(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
+
+
+# ---- schema upgrades: UPGRADES[n] brings a store from version n to n + 1 ---------------------
+def _upgrade_1_to_2(conn: Connection) -> None:
+    """Version 2 stores targets by their settings and objectives with their scalarisation:
+    a multi-objective campaign's ``scalarized`` target becomes its inner target plus an
+    objective holding the scalarizer; a command target's ``argv`` is its ``command``; a table
+    target's ``metrics`` (stored without the ``metric.`` prefix its file has, so no resume
+    found them) are left to the file's own conventions."""
+    for row in conn.execute(sa.select(campaigns.c.id, campaigns.c.target, campaigns.c.objective)):
+        target, objective = dict(row.target or {}), dict(row.objective or {})
+        while target.get("kind") == "scalarized":
+            objective = {
+                "metric": objective.get("metric", "score"),
+                "direction": "max",
+                "scalarizer": target.get("scalarizer", {}),
+            }
+            target = dict(target.get("inner") or {})
+        if target.get("kind") == "command" and "argv" in target:
+            target["command"] = target.pop("argv")
+        if target.get("kind") == "table":
+            target.pop("metrics", None)
+        conn.execute(
+            campaigns.update()
+            .where(campaigns.c.id == row.id)
+            .values(target=_jsonable(target), objective=_jsonable(objective))
+        )
+
+
+UPGRADES: dict[int, Any] = {1: _upgrade_1_to_2}

@@ -1,25 +1,18 @@
 """The `stortune` command line. Each command group lives in its own module of this package and
-adds itself through `register(app)`; `COMMAND_MODULES` lists them."""
+adds itself through `register(app)`; `COMMAND_MODULES` lists them. `build_app` makes the app
+anew, so a target registered after import (a plugin, a test's) gets its options too."""
 
 from __future__ import annotations
 
 import importlib
+import logging
+import sys
+from importlib import metadata
 
 import typer
 
-from stortune.cli.common import fail
+from stortune.cli.common import err_console, fail
 from stortune.errors import StortuneError
-
-app = typer.Typer(
-    name="stortune",
-    help=(
-        "Find out how a storage system's parameters shape its performance, and set them well.\n\n"
-        "Start with `stortune demo`, or `stortune space show ext4` to see a bundled space."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 COMMAND_MODULES = [
     "space",
@@ -37,15 +30,86 @@ COMMAND_MODULES = [
     "demo",
 ]
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"stortune.cli.{_name}").register(app)
 
-
-def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2."""
+def version() -> str:
     try:
-        app()
+        return metadata.version("stortune")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="stortune",
+        help=(
+            "Find out how a storage system's parameters shape its performance, and set them "
+            "well.\n\nStart with `stortune demo`, or `stortune space show ext4` to see a bundled "
+            "space."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def main_options(
+        verbose: int = typer.Option(
+            0,
+            "--verbose",
+            "-v",
+            count=True,
+            help="Say what is done to the system (mkfs, mount, sysfs/sysctl writes, daemon "
+            "restarts) on stderr; -vv for debugging detail.",
+        ),
+        show_version: bool = typer.Option(
+            False, "--version", help="Print stortune's version and exit.", is_eager=True
+        ),
+    ) -> None:
+        if show_version:
+            typer.echo(f"stortune {version()}")
+            raise typer.Exit()
+        if verbose:
+            configure_logging(logging.DEBUG if verbose > 1 else logging.INFO)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"stortune.cli.{name}").register(app)
+    return app
+
+
+def configure_logging(level: int) -> None:
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=err_console, show_path=False, markup=False)
+    root = logging.getLogger("stortune")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+app = build_app()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors become one line on stderr and exit code 2; an interrupted
+    campaign says how to resume it."""
+    from stortune.measure.runner import Interrupted
+
+    try:
+        app(args=argv)
+    except Interrupted as exc:
+        fail(f"{exc}; continue with: {resume_hint(exc.campaign, argv)}", exc.exit_code)
     except StortuneError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted; finished runs are stored (continue with --resume)", 130)
+        fail("interrupted", 130)
+
+
+def resume_hint(campaign: str, argv: list[str] | None) -> str:
+    """The command that continues a campaign, with the store it lives in."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    store = ""
+    for i, arg in enumerate(args):
+        if arg == "--store" and i + 1 < len(args):
+            store = f" --store {args[i + 1]}"
+        elif arg.startswith("--store="):
+            store = f" --store {arg.split('=', 1)[1]}"
+    return f"stortune resume {campaign}{store}"

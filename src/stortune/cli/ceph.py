@@ -15,7 +15,7 @@ from stortune.targets.cephcluster.client import CephClient
 from stortune.targets.cephcluster.conf import BASELINE
 from stortune.targets.cephcluster.health import status, wait_healthy
 from stortune.targets.cephcluster.local import LocalCluster
-from stortune.workloads.fio import parse_size
+from stortune.units import parse_size
 
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
 DirOption = typer.Option(..., "--dir", help="The mini-cluster's directory.")

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import typer
@@ -30,21 +26,6 @@ def fail(message: str, code: int = 2) -> None:
 def print_json(data: Any) -> None:
     """Machine-readable output on stdout, nothing else."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a measuring command like Ctrl-C does: finished runs stay stored and the
-    campaign is marked interrupted, ready for --resume."""
-
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:

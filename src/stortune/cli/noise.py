@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import typer
 
-from stortune.cli import targets
-from stortune.cli.common import DEFAULT_STORE, STORE_HELP, console, parse_assignments, print_json
-from stortune.cli.sweep import run_sweep
-from stortune.experiment import Objective
-from stortune.noise import analyse, plot_drift
+from stortune.cli import targets as target_options
+from stortune.cli.common import StoreOption, console, parse_assignments, print_json
+from stortune.cli.progress import ConsoleReporter
+from stortune.errors import StortuneError
+from stortune.measure.campaigns import open_campaign
+from stortune.measure.noise import analyse, plot_drift
+from stortune.measure.objective import Objective
+from stortune.measure.runner import RunRules
+from stortune.measure.sweeping import sweep_time_estimate
 from stortune.space import load_space
 from stortune.store import Store
-from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
+from stortune.workflows.reporting import run_measuring
+from stortune.workflows.sweep import noise_study
 
 
 def register(app: typer.Typer) -> None:
     @app.command("noise")
+    @target_options.with_target_options
     def noise_command(
+        targets: target_options.TargetOptions,
         space: str = typer.Option("localfs", "--space", "-s", help="Space file or bundled name."),
         config: list[str] = typer.Option(
             [], "--config", "-c", help="The config to study, NAME=VALUE (default: the default)."
@@ -28,16 +34,10 @@ def register(app: typer.Typer) -> None:
         objective: str = typer.Option("total.bw_mbs", "--objective", "-o", help="METRIC."),
         target_ci: float = typer.Option(0.05, help="CI half-width to size repetitions for."),
         plots: Path = typer.Option(None, "--plots", help="Write the drift plot (PNG, SVG) here."),
-        target: str = targets.TARGET,
-        workload: str = typer.Option("fileserver", "--workload", "-w", help="fio template."),
-        runtime: float = targets.RUNTIME,
-        image_size: str = targets.IMAGE_SIZE,
-        command: str = targets.COMMAND,
-        output: str = targets.OUTPUT,
-        check_disturbance: bool = targets.CHECK_DISTURBANCE,
-        store: str = typer.Option(
-            DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP
-        ),
+        check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        busy_wait: float = target_options.BUSY_WAIT,
+        resume: str = typer.Option(None, "--resume", help="Continue this stored noise study."),
+        store: str = StoreOption,
         json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Measure one config again and again, alternating with the reference (default) config,
@@ -46,27 +46,30 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune noise --space localfs -w fileserver --seconds 900 --runtime 10
         """
-        s = load_space(space)
-        studied = s.validate(parse_assignments(config))
-        kind = targets.target_kind(target, command, None)
-        workloads = targets.build_workloads(kind, [workload] if kind == "localfs" else [], runtime)
-        per_pair = 2 * sweep_time_estimate(1, runtime)
-        repetitions = max(3, int(seconds // per_pair))
-        built = targets.build_target(kind, s, command=command, output=output, image_size=image_size)
-        name = f"noise-{s.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if not 0 < target_ci < 1:
+            raise StortuneError(f"--target-ci is a fraction in (0, 1), not {target_ci}")
+        reporter = ConsoleReporter(json_out)
         with Store(store) as db:
-            sweep = Sweep.start(
-                db,
-                name,
-                s,
-                built,
-                workloads,
-                Objective.parse(objective).metric,
-                "max",
-                [studied],
-                SweepSettings(repetitions, runtime * 10 + 120, 1, 0, check_disturbance),
-            )
-            run_sweep(sweep, quiet=json_out)
+            if resume:
+                name = resume
+                run_measuring(open_campaign(db, resume), reporter, resume)
+            else:
+                s = load_space(space)
+                studied = s.validate(parse_assignments(config))
+                target = targets.build(s)
+                workloads = targets.workloads(target)[:1]
+                runtime = max((w.expected_seconds or 0 for w in workloads if w), default=1.0)
+                per_pair = 2 * sweep_time_estimate(1, runtime)
+                repetitions = max(3, int(seconds // per_pair))
+                rules = RunRules(
+                    timeout=runtime * 10 + 120,
+                    check_disturbance=check_disturbance,
+                    busy_wait=busy_wait,
+                )
+                metric = Objective.parse(objective).metric
+                name, _ = noise_study(
+                    db, s, target, workloads, metric, studied, repetitions, rules, reporter
+                )
             report = analyse(db, db.campaign(name), target_ci)
         paths = plot_drift(report, plots) if plots else []
         if json_out:

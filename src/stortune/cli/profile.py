@@ -19,7 +19,7 @@ from rich.table import Table
 
 from stortune.cli.common import StoreOption, console, err_console, print_json
 from stortune.profile.compare import compare_profiles
-from stortune.profile.design import DEFAULT_INTERVALS_TEXT, human_size, parse_intervals
+from stortune.profile.design import DEFAULT_INTERVALS_TEXT, parse_intervals
 from stortune.profile.parallel import MpiRunner, Runner, SerialRunner
 from stortune.profile.profiler import (
     DEFAULT_FILE_SIZE,
@@ -28,7 +28,7 @@ from stortune.profile.profiler import (
     make_target,
     run_profile,
 )
-from stortune.workloads.fio import parse_size
+from stortune.units import human_size, parse_size
 
 DEFAULT_OUT = Path("stortune-out") / "profile"
 JsonOption = typer.Option(False, "--json", help="Print JSON.")

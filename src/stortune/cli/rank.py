@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,10 +25,17 @@ from stortune.cli.common import (
     console,
     print_json,
 )
+from stortune.cli.progress import ConsoleReporter
+from stortune.cli.run import check_achieved
 from stortune.datasets import Dataset
+from stortune.enums import Direction
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD
 from stortune.importance.common import RankError
+from stortune.measure.objective import Objective
+from stortune.measure.runner import RunRules
+from stortune.space import load_space
 from stortune.store import Store
+from stortune.workflows.rank import sample_space
 
 if TYPE_CHECKING:
     from stortune.effects import EffectTable
@@ -64,55 +70,39 @@ def resolve_dataset(
     return dataset
 
 
-@dataclass
-class LiveSample:
-    """`rank --budget N`: a Latin hypercube of N configs measured through the experiment loop
-    (stored as a campaign like any other, so it can be ranked again or resumed)."""
-
-    space: str | None
-    objective: str | None
-    budget: int
-    repetitions: int
-    timeout: float
-
-    def measure(
-        self,
-        targets: target_options.TargetOptions,
-        store: str,
-        name: str | None,
-        check_disturbance: bool,
-        reference_every: int | None,
-        quiet: bool,
-    ) -> str:
-        """Measure the sample; returns the campaign's name."""
-        from stortune.cli.run import run_with_progress
-        from stortune.experiment import Experiment, LoopSettings, Objective
-        from stortune.space import load_space
-
-        if not self.space:
-            raise RankError("--budget needs --space (the parameters to sample)")
-        if self.budget < 2:
-            raise RankError(f"--budget must be at least 2 configs to rank, not {self.budget}")
-        objective = self.objective or ("total.bw_mbs:max" if targets.kind == "localfs" else None)
-        if not objective:
-            raise RankError(f"--budget on the {targets.kind} target needs --objective METRIC")
-        space = load_space(self.space)
-        built = targets.build(space)
-        settings = LoopSettings(
-            budget=self.budget,
-            repetitions=self.repetitions,
-            timeout=self.timeout,
-            check_disturbance=check_disturbance,
-            reference_every=target_options.reference_every(reference_every, built),
-        )
-        name = name or f"{space.name}-rank-{time.strftime('%Y%m%d-%H%M%S')}"
-        with Store(store) as db:
-            experiment = Experiment.start(
-                db, name, space, built, targets.workloads(), Objective.parse(objective), "lhs",
-                settings,
-            )  # fmt: skip
-            run_with_progress(experiment, quiet=quiet)
-        return name
+def measure_sample(
+    targets: target_options.TargetOptions,
+    store: str,
+    space_name: str | None,
+    objective: str | None,
+    budget: int,
+    repetitions: int,
+    rules: RunRules,
+    reference_every: int | None,
+    name: str | None,
+    quiet: bool,
+) -> str:
+    """`rank --budget N`: a Latin hypercube of N configs measured on the target (stored as a
+    campaign of kind sample, so it can be ranked again or resumed); returns its name."""
+    if not space_name:
+        raise RankError("--budget needs --space (the parameters to sample)")
+    if budget < 2:
+        raise RankError(f"--budget must be at least 2 configs to rank, not {budget}")
+    objective = objective or ("total.bw_mbs:max" if targets.kind == "localfs" else None)
+    if not objective:
+        raise RankError(f"--budget on the {targets.kind} target needs --objective METRIC")
+    space = load_space(space_name)
+    target = targets.build(space)
+    name = name or f"{space.name}-rank-{time.strftime('%Y%m%d-%H%M%S')}"
+    with Store(store) as db:
+        outcome = sample_space(
+            db, name, space, target, targets.workloads(target), Objective.parse(objective),
+            budget, rules, ConsoleReporter(quiet),
+            reference_every=target_options.reference_every(reference_every, target),
+            repetitions=repetitions,
+        )  # fmt: skip
+    check_achieved(outcome)
+    return name
 
 
 def parse_fractions(text: str) -> list[float]:
@@ -150,6 +140,7 @@ def register(app: typer.Typer) -> None:
         ),
         timeout: float = typer.Option(600.0, help="--budget: kill a run after this many seconds."),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
         name: str = typer.Option(
             None, "--name", help="--budget: campaign name (default: made up)."
@@ -186,10 +177,22 @@ def register(app: typer.Typer) -> None:
         if budget is not None:
             if source is not None:
                 raise RankError("give --from or --budget, not both")
-            live = LiveSample(space, objective, budget, repetitions, timeout)
-            source = live.measure(
-                targets, store, name, check_disturbance, reference_every, json_out
+            rules = RunRules(
+                timeout=timeout, check_disturbance=check_disturbance, busy_wait=busy_wait
             )
+            source = measure_sample(
+                targets,
+                store,
+                space,
+                objective,
+                budget,
+                repetitions,
+                rules,
+                reference_every,
+                name,
+                json_out,
+            )
+            workload = None
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins)
         written = importance.write_plots(dataset, result, plots) if plots else []
@@ -271,7 +274,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _direction(direction: str) -> str:
-    return "lower is better" if direction == "min" else "higher is better"
+    return "lower is better" if direction == Direction.MIN else "higher is better"
 
 
 def _print_carver(result: CarverResult) -> None:

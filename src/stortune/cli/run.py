@@ -1,78 +1,86 @@
-"""`stortune run`: the experiment loop on a target, with a progress bar, resumable."""
+"""`stortune run`: a tuning campaign on a target, with a progress bar, resumable; and
+`stortune resume`, which continues any stored campaign."""
 
 from __future__ import annotations
 
-import time
-
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from stortune.cli import targets as target_options
-from stortune.cli.common import (
-    DEFAULT_STORE,
-    STORE_HELP,
-    console,
-    print_json,
-    sigterm_as_interrupt,
-)
+from stortune.cli.common import StoreOption, console, print_json
+from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
-from stortune.experiment import Event, Experiment, LoopSettings, Objective, Outcome
+from stortune.measure.campaigns import open_campaign
+from stortune.measure.objective import Objective, parse_bounds
+from stortune.measure.runner import Outcome, RunRules
+from stortune.measure.tuning import TuneSettings
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.tuners import tuner_names
+from stortune.workflows.reporting import run_measuring
+from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
 
 
-def run_with_progress(experiment: Experiment, quiet: bool = False) -> Outcome:
-    """Run the loop under a rich progress bar; SIGTERM stops it like Ctrl-C (runs are kept)."""
+class NothingAchieved(StortuneError):
+    """A campaign ended without a single successful evaluation."""
 
-    settings = experiment.settings
-    per_trial = settings.repetitions * len(experiment.workloads)
-    total = settings.budget * per_trial if settings.budget else None
-    done = experiment.store.run_count(experiment.campaign.id)
-    best: list[float] = []
-    with (
-        sigterm_as_interrupt(),
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeRemainingColumn(),
-            console=console,
-            disable=quiet,
-            transient=False,
-        ) as progress,
-    ):
-        task = progress.add_task(experiment.campaign.name, total=total, completed=done, status="")
-
-        def on_event(event: Event) -> None:
-            if event.kind == "run":
-                progress.advance(task)
-            elif event.kind == "told" and event.value is not None:
-                if not best or experiment.tuner.better(event.value, best[0]):
-                    best[:] = [event.value]
-                status = f"trial {event.seq}: {event.value:.4g}  best {best[0]:.4g}"
-                progress.update(task, status=status)
-
-        experiment.on_event = on_event
-        return experiment.run()
+    exit_code = 1
 
 
 def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
+    """What a campaign achieved; exits 1 when it achieved nothing (saying why)."""
     if json_out:
         print_json(outcome.to_dict())
-        return
-    console.print(
-        f"campaign {outcome.campaign!r}: {outcome.trials} evaluations, {outcome.runs_ok} runs ok, "
-        f"{outcome.runs_failed} failed (stopped by {outcome.stopped_by})",
-        highlight=False,
-    )
-    if outcome.best_config is not None:
-        console.print(
-            f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}", highlight=False
-        )
     else:
-        console.print("no successful evaluation yet", highlight=False)
+        disturbed = f", {outcome.runs_disturbed} disturbed" if outcome.runs_disturbed else ""
+        console.print(
+            f"campaign {outcome.campaign!r}: {outcome.evaluations} evaluations, "
+            f"{outcome.runs_ok} runs ok, {outcome.runs_failed} failed{disturbed} "
+            f"(stopped by {outcome.stopped_by})",
+            highlight=False,
+        )
+        for note in outcome.notes:
+            console.print(note, highlight=False)
+        if outcome.best_config is not None:
+            console.print(
+                f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}",
+                highlight=False,
+            )
+    check_achieved(outcome)
+
+
+def check_achieved(outcome: Outcome) -> None:
+    if outcome.achieved or outcome.kind not in ("tune", "sample"):
+        return
+    why = [
+        *outcome.notes,
+        f"{outcome.runs_failed} run(s) failed, {outcome.runs_disturbed} disturbed",
+    ]
+    if outcome.last_error:
+        why.append(f"last error: {outcome.last_error}")
+    raise NothingAchieved(
+        f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
+        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run"
+    )
+
+
+def settings_of(
+    budget: int | None,
+    seconds: float | None,
+    repetitions: int,
+    target_ci: float | None = None,
+    min_repetitions: int = 2,
+    reference_every: int = 0,
+    baseline: bool = False,
+) -> TuneSettings:
+    return TuneSettings(
+        budget=budget if budget is not None or seconds is not None else 20,
+        seconds=seconds,
+        repetitions=repetitions,
+        target_ci=target_ci,
+        min_repetitions=min_repetitions,
+        reference_every=reference_every,
+        baseline=baseline,
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -82,13 +90,22 @@ def register(app: typer.Typer) -> None:
         targets: target_options.TargetOptions,
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
-        objective: str = typer.Option(
-            None, "--objective", "-o", help="METRIC[:max|min] to optimise."
+        objective: list[str] = typer.Option(
+            [],
+            "--objective",
+            "-o",
+            help="METRIC[:max|min[:WEIGHT]] to optimise; repeat for several (weighted "
+            "scalarisation around the default config's values, or --bounds).",
+        ),
+        bounds: list[str] = typer.Option(
+            [], "--bounds", help="Several objectives: METRIC=LOW:HIGH normalisation bounds."
         ),
         budget: int = typer.Option(
             None, help="Evaluations (configs) in total [default: 20; on --resume: as stored]."
         ),
-        seconds: float = typer.Option(None, help="Stop after this many seconds."),
+        seconds: float = typer.Option(
+            None, help="A time budget: no run starts that would end after it."
+        ),
         repetitions: int = typer.Option(
             3, "--repetitions", "-r", help="Runs per config (the most, with --target-ci)."
         ),
@@ -100,6 +117,7 @@ def register(app: typer.Typer) -> None:
         ),
         min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         seed: int = typer.Option(0, help="Random seed of the tuner."),
@@ -107,9 +125,7 @@ def register(app: typer.Typer) -> None:
         resume: str = typer.Option(
             None, "--resume", help="Continue this stored campaign where it stopped."
         ),
-        store: str = typer.Option(
-            DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP
-        ),
+        store: str = StoreOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     ) -> None:
@@ -124,34 +140,61 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune run --resume my-campaign --budget 50
         """
+        reporter = ConsoleReporter(quiet or json_out)
         with Store(store) as db:
             if resume:
-                experiment = Experiment.resume(db, resume, budget=budget, seconds=seconds)
+                result = resume_tuning(
+                    db, resume, budget=budget, seconds=seconds, reporter=reporter
+                )
             else:
                 if not space or not objective:
                     raise StortuneError("a new campaign needs --space and --objective")
                 s = load_space(space)
-                built = targets.build(s)
-                settings = LoopSettings(
-                    budget=budget or 20,
-                    seconds=seconds,
-                    repetitions=repetitions,
-                    timeout=timeout,
-                    target_ci=target_ci,
-                    min_repetitions=min_repetitions,
-                    check_disturbance=check_disturbance,
-                    reference_every=target_options.reference_every(reference_every, built),
+                target = targets.build(s)
+                job = TuneJob(
+                    space=s,
+                    target=target,
+                    workloads=targets.workloads(target),
+                    objective=Objective.of(objective, parse_bounds(bounds)),
+                    settings=settings_of(
+                        budget,
+                        seconds,
+                        repetitions,
+                        target_ci,
+                        min_repetitions,
+                        target_options.reference_every(reference_every, target),
+                    ),  # fmt: skip
+                    rules=RunRules(
+                        timeout=timeout,
+                        check_disturbance=check_disturbance,
+                        busy_wait=busy_wait,
+                    ),
+                    tuner=tuner,
+                    seed=seed,
+                    name=name,
                 )
-                experiment = Experiment.start(
-                    db,
-                    name or f"{s.name}-{tuner}-{time.strftime('%Y%m%d-%H%M%S')}",
-                    s,
-                    built,
-                    targets.workloads(),
-                    Objective.parse(objective),
-                    tuner,
-                    settings,
-                    seed,
-                )
-            outcome = run_with_progress(experiment, quiet=quiet or json_out)
-            print_outcome(outcome, experiment.objective.metric, json_out)
+                result = start_tuning(db, job, reporter)
+        print_outcome(result.outcome, _metric(result), json_out)
+
+    @app.command("resume")
+    def resume_command(
+        campaign: str = typer.Argument(..., help="The stored campaign to continue."),
+        budget: int = typer.Option(None, help="Tuning: raise the budget to this many evaluations."),
+        seconds: float = typer.Option(None, help="A time budget for this sitting."),
+        store: str = StoreOption,
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+        json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    ) -> None:
+        """Continue any stored campaign where it stopped (tuning, sampling, sweep, noise study,
+        verification): the runs it has are kept, the missing ones measured.
+
+        Example: stortune resume fs1 --budget 40
+        """
+        with Store(store) as db:
+            measuring = open_campaign(db, campaign, budget=budget, seconds=seconds)
+            outcome = run_measuring(measuring, ConsoleReporter(quiet or json_out), campaign)
+        print_outcome(outcome, measuring.log.objective.metric, json_out)
+
+
+def _metric(result: TuneResult) -> str:
+    return result.objective.metric if result.objective is not None else ""

@@ -5,61 +5,20 @@ from __future__ import annotations
 import time
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from stortune.cli import targets as target_options
-from stortune.cli.common import (
-    DEFAULT_STORE,
-    STORE_HELP,
-    console,
-    print_json,
-    sigterm_as_interrupt,
-)
+from stortune.cli.common import StoreOption, console, print_json
+from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
-from stortune.experiment import Event, Objective
+from stortune.measure.campaigns import open_campaign
+from stortune.measure.objective import Objective
+from stortune.measure.runner import RunRules
+from stortune.measure.sweeping import SweepSettings, sweep_time_estimate
 from stortune.sampling import config_key, sample
 from stortune.space import load_space
-from stortune.store import DISTURBED, Store
-from stortune.sweep import Sweep, SweepSettings, sweep_time_estimate
-
-
-def counts_toward_progress(event: Event) -> bool:
-    """Whether a run event fills a slot of the design (as `Sweep.completed_runs` counts them:
-    the reference config's runs come on top, a disturbed run leaves its slot open)."""
-    disturbed = event.measurement is not None and event.measurement.status == DISTURBED
-    return event.seq != 0 and not disturbed
-
-
-def run_sweep(sweep: Sweep, quiet: bool) -> None:
-    done = sweep.completed_runs
-    with (
-        sigterm_as_interrupt(),
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            disable=quiet,
-        ) as progress,
-    ):
-        task = progress.add_task(sweep.campaign.name, total=sweep.total_runs, completed=done)
-
-        def on_event(event: Event) -> None:
-            if counts_toward_progress(event):
-                progress.advance(task)
-
-        sweep.on_event = on_event
-        sweep.run()
+from stortune.store import Store
+from stortune.workflows.reporting import run_measuring
+from stortune.workflows.sweep import new_sweep
 
 
 def _measured_keys(db: Store, campaigns: list[str]) -> set[str]:
@@ -96,12 +55,11 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="Seed of the run order (and of lhs/random designs)."),
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
+        busy_wait: float = target_options.BUSY_WAIT,
         name: str = typer.Option(None, "--name", help="Campaign name (default: made up)."),
         resume: str = typer.Option(None, "--resume", help="Continue this stored sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan, measure nothing."),
-        store: str = typer.Option(
-            DEFAULT_STORE, "--store", envvar="STORTUNE_STORE", help=STORE_HELP
-        ),
+        store: str = StoreOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the plan/outcome as JSON."),
     ) -> None:
@@ -115,7 +73,7 @@ def register(app: typer.Typer) -> None:
         """
         with Store(store) as db:
             if resume:
-                sweep = Sweep.resume(db, resume)
+                measuring = open_campaign(db, resume)
             else:
                 if not space:
                     raise StortuneError("a new sweep needs --space")
@@ -128,8 +86,9 @@ def register(app: typer.Typer) -> None:
                         f"no configs left to measure: {', '.join(exclude_measured)} measured "
                         f"every config of the design"
                     )
-                workloads = targets.workloads()
-                runtime = targets.runtime
+                target = targets.build(s)
+                workloads = targets.workloads(target)
+                runtime = max((w.expected_seconds or 0 for w in workloads if w), default=0)
                 runs = len(configs) * repetitions * len(workloads)
                 plan = {
                     "space": s.name,
@@ -155,35 +114,40 @@ def register(app: typer.Typer) -> None:
                             highlight=False,
                         )
                     return
-                built = targets.build(s)
-                every = target_options.reference_every(reference_every, built)
-                obj = Objective.parse(objective)
-                sweep = Sweep.start(
+                measuring = new_sweep(
                     db,
                     name or f"{s.name}-sweep-{time.strftime('%Y%m%d-%H%M%S')}",
                     s,
-                    built,
+                    target,
                     workloads,
-                    obj.metric,
-                    obj.direction,
+                    Objective.parse(objective),
                     configs,
-                    SweepSettings(repetitions, timeout, every, seed, check_disturbance),
+                    SweepSettings(
+                        repetitions, target_options.reference_every(reference_every, target), seed
+                    ),
+                    RunRules(
+                        timeout=timeout, check_disturbance=check_disturbance, busy_wait=busy_wait
+                    ),
                 )
-            run_sweep(sweep, quiet or json_out)
-            trials = db.trials(sweep.campaign.id)
-            runs_ok = sum(r.status == "ok" for t in trials for r in t.runs)
-            runs_failed = sum(r.status != "ok" for t in trials for r in t.runs)
+            outcome = run_measuring(measuring, ConsoleReporter(quiet or json_out))
+            trials = [t for t in db.trials(measuring.campaign.id) if t.seq > 0]
         result = {
-            "campaign": sweep.campaign.name,
-            "configs": len(trials) - 1,
-            "runs_ok": runs_ok,
-            "runs_failed": runs_failed,
+            "campaign": outcome.campaign,
+            "configs": len(trials),
+            "runs_ok": outcome.runs_ok,
+            "runs_failed": outcome.runs_failed,
+            "runs_disturbed": outcome.runs_disturbed,
+            "stopped_by": outcome.stopped_by,
+            "notes": outcome.notes,
         }
         if json_out:
             print_json(result)
             return
         console.print(
-            f"sweep {result['campaign']!r}: {result['configs']} configs, {runs_ok} runs ok, "
-            f"{runs_failed} failed; export with: stortune export {result['campaign']} -o FILE",
+            f"sweep {result['campaign']!r}: {result['configs']} configs, {result['runs_ok']} runs "
+            f"ok, {result['runs_failed']} failed; export with: stortune export "
+            f"{result['campaign']} -o FILE",
             highlight=False,
         )
+        for note in outcome.notes:
+            console.print(note, highlight=False)

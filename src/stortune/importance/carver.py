@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from stortune.datasets import Dataset
+from stortune.enums import Direction
 from stortune.errors import DatasetError
 from stortune.importance.common import jsonable, metric_frame
 
@@ -369,10 +370,10 @@ def _step(
     mean = np.bincount(part.cell, weights=y, minlength=part.n_cells) / count
     usable = np.flatnonzero(count >= 2)
     if len(usable):
-        order = mean[usable] if direction == "min" else -mean[usable]
+        order = mean[usable] if direction == Direction.MIN else -mean[usable]
         cell = int(usable[np.argmin(order)])
     else:
-        cell = int(np.argmax(mean) if direction != "min" else np.argmin(mean))
+        cell = int(np.argmax(mean) if direction != Direction.MIN else np.argmin(mean))
     return CarverStep(
         param=enc.params[best],
         score=scores[best],

@@ -16,6 +16,7 @@ from matplotlib import rcParams
 from matplotlib.figure import Figure
 
 from stortune.datasets import Dataset
+from stortune.enums import Direction
 from stortune.importance.carver import DEFAULT_BINS, CarverResult, encode, fixed_sets
 from stortune.importance.common import metric_frame
 from stortune.importance.lasso import LassoResult
@@ -48,7 +49,7 @@ def _grid(n: int, width: float = 3.2, height: float = 2.6) -> tuple[Figure, np.n
 
 
 def _direction_note(direction: str) -> str:
-    return " (lower is better)" if direction == "min" else ""
+    return " (lower is better)" if direction == Direction.MIN else ""
 
 
 def plot_boxplots(

@@ -128,3 +128,13 @@ def _own_ticks() -> int:
             continue
         total += int(fields[11]) + int(fields[13])  # utime + cutime (waited-for children)
     return total
+
+
+def busy_now(limits: Limits, window: float = 0.5) -> str | None:
+    """Why the machine is too busy to start a run right now (another benchmark running, or
+    other processes using more CPU than the limit over a short window), or None."""
+    before = probe()
+    if before.benchmarks:
+        return f"another benchmark is running: {', '.join(before.benchmarks[:3])}"
+    time.sleep(window)
+    return judge(before, probe(), {}, limits)

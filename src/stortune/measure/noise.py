@@ -13,7 +13,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from stortune.reference import campaign_relative, is_reference
+from stortune.enums import RunStatus
+from stortune.measure.reference import campaign_relative, is_reference
 from stortune.stats import summarize, t_quantile
 from stortune.store import Campaign, Store
 
@@ -52,7 +53,7 @@ def analyse(store: Store, campaign: Campaign, target: float = 0.05) -> NoiseRepo
     trials = store.trials(campaign.id)
     studied = [t for t in trials if not is_reference(t)]
     runs = sorted(
-        (r for t in studied for r in t.runs if r.status == "ok"), key=lambda r: r.started_at
+        (r for t in studied for r in t.runs if r.status == RunStatus.OK), key=lambda r: r.started_at
     )
     relative = campaign_relative(store, campaign, metric)
     raw = summarize([r.metrics[metric] for r in runs])

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from stortune.enums import RunStatus
 from stortune.store import Campaign, Run, Store, Trial
 
 REFERENCE = "reference"
@@ -32,7 +34,7 @@ def relative_values(
     points = sorted(
         (r.started_at, r.metrics[metric])
         for r in reference_runs
-        if r.workload == workload and r.status == "ok" and metric in r.metrics
+        if r.workload == workload and r.status == RunStatus.OK and metric in r.metrics
     )
     if not points:
         return {}
@@ -40,7 +42,7 @@ def relative_values(
     values = np.array([v for _, v in points], dtype=float)
     out = {}
     for run in runs:
-        if run.workload != workload or run.status != "ok" or metric not in run.metrics:
+        if run.workload != workload or run.status != RunStatus.OK or metric not in run.metrics:
             continue
         ref = float(np.interp(run.started_at, times, values))
         if ref > 0 and not math.isnan(ref):
@@ -63,3 +65,13 @@ def campaign_relative(
     for name in {r.workload for r in all_runs}:
         out.update(relative_values(all_runs, ref_runs, metric, name))
     return out
+
+
+DEFAULT_REFERENCE_EVERY = 5
+
+
+def default_reference_every(target: Any) -> int:
+    """How often a campaign measures the reference unless told: every 5 evaluations on a
+    target whose numbers drift (one that measures this machine), never on a replayed table
+    or a model."""
+    return DEFAULT_REFERENCE_EVERY if target.measures_machine else 0

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from stortune.errors import ConfigError
-from stortune.workloads.fio import parse_size
+from stortune.units import human_size, parse_size
 
 KIB = 1024
 PATTERNS = ("read", "randread", "write", "randwrite")  # fio's rw= names
@@ -106,12 +106,3 @@ def tasks_for(sizes: Iterable[int], reps: Iterable[int]) -> list[Task]:
     sizes before the next repetition, so that drift spreads over all sizes alike)."""
     unique = sorted(set(sizes))
     return [Task(rep, size, pattern) for rep in reps for size in unique for pattern in PATTERNS]
-
-
-def human_size(size: int) -> str:
-    """8192 -> ``8K``, 4194304 -> ``4M``: how sizes are shown in tables and plots."""
-    if size % (KIB * KIB) == 0:
-        return f"{size // (KIB * KIB)}M"
-    if size % KIB == 0:
-        return f"{size // KIB}K"
-    return str(size)

@@ -179,7 +179,7 @@ def _fio(path: Path, pattern: str, size: int, file_size: int, name: str) -> _Run
     )
     job = FioWorkload(name, size=file_size, text=text)
     timeout = TIMEOUT_BASE + TIMEOUT_PER_REQUEST * file_size / size
-    result = job.run(path.parent, timeout=timeout)
+    result = job.measure(path.parent, timeout=timeout)
     load = float(result.metrics.get("sys.loadavg_start", 0.0))
     if not result.ok:
         return _Run(None, load, result.error or result.status)

@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from stortune.importance.plots import save
-from stortune.profile.design import OPERATIONS, human_size
+from stortune.profile.design import OPERATIONS
+from stortune.units import human_size
 
 COLORS = {"read": "tab:blue", "write": "tab:red"}
 _SIZE_TICKS = FuncFormatter(lambda x, _pos: human_size(int(x)) if x >= 1 else "")

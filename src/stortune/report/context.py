@@ -9,9 +9,9 @@ from typing import Any
 
 from stortune.datasets import Dataset
 from stortune.errors import DatasetError, StortuneError
+from stortune.measure.verify import Gain, latest_verification, stored_gain
 from stortune.space import Space, parse_space
 from stortune.store import Campaign, Store, Trial
-from stortune.verify import Gain, latest_verification, stored_gain
 
 # Importance and models need this many distinct configs measured successfully.
 MIN_CONFIGS = 8

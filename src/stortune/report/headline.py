@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from stortune.reference import is_reference
+from stortune.measure.reference import is_reference
+from stortune.measure.sweeping import planned_runs
 from stortune.report.context import Context
 from stortune.report.sections import best_trial, default_value
-from stortune.sweep import planned_runs
 
 WORDS = (
     (("bw", "mbs", "thr", "bandwidth"), "throughput"),

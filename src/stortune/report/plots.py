@@ -225,7 +225,7 @@ def profile_ratios(rows: Sequence[Mapping[str, Any]]) -> str:
     """A device profile's sequential-to-random throughput ratio per request size."""
     from matplotlib.ticker import FuncFormatter
 
-    from stortune.profile.design import human_size
+    from stortune.units import human_size
 
     fig = _figure(6.0, 3.2)
     ax = fig.subplots()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from stortune.reference import is_reference
+from stortune.measure.reference import is_reference
 from stortune.report import plots
 from stortune.report.context import MIN_CONFIGS, Context
 from stortune.store import Trial
@@ -592,7 +592,7 @@ def profile_section(ctx: Context) -> Section:
 
 
 def _size(size: Any) -> str:
-    from stortune.profile.design import human_size
+    from stortune.units import human_size
 
     return human_size(int(size)) if isinstance(size, int | float) else "-"
 
@@ -623,7 +623,7 @@ def _plain(value: Any) -> Any:
 
 def recommendation_section(ctx: Context) -> Section:
     """The config to use, in the form the target takes it (mkfs/mount/sysctl, ceph.conf, ...)."""
-    from stortune.tuners.render import render, target_kind
+    from stortune.tuners.render import render
 
     section = Section("recommendation", "Recommended config")
     config, why = recommended_config(ctx)
@@ -634,7 +634,9 @@ def recommendation_section(ctx: Context) -> Section:
     header += ctx.gain.text() if ctx.gain else f"{ctx.campaign.metric}: not re-measured"
     if ctx.space is not None:
         try:
-            section.code = render(target_kind(ctx.campaign.target), config, ctx.space, header)
+            section.code = render(
+                str(ctx.campaign.target.get("kind", "")), config, ctx.space, header
+            )
         except Exception as exc:  # noqa: BLE001 - a config the space no longer takes
             section.text.append(f"The config cannot be rendered in the target's form: {exc}")
     if not section.code:

@@ -1,66 +1,172 @@
-"""What every system under test and every workload provides.
+"""What every system under test provides, and the one shape of its settings.
 
-A `Target` brings a system to a config (`apply`) and measures it (`run`); a `Workload` says what
-drives it. Targets are built from a JSON-able spec (`describe()` / `make_target`) so that a
-campaign stored in the results database can be resumed with exactly the same target.
+A `Target` brings a system to a config (`apply`) and measures it (`run`). Its settings are one
+frozen dataclass (`TargetSettings`); everything else about them is derived from it: the spec
+stored with a campaign (`describe`), the rebuilt target of a resume (`from_spec`), and the
+command-line options (`cli_options`, one per field that carries a flag). Adding a target is
+writing its module (a `Target` subclass with a `kind`, found by `stortune.targets.registry`), its
+space file and its tests.
+
+Workloads say what they need (`Need`); a target says what it `provides` and hands each run a
+`Venue` (`workloads.base`), so targets never import concrete workloads.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import os
+import types
+import typing
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Self
 
 from stortune.errors import TargetError
-from stortune.space import Config, Space
+from stortune.space import Config, Space, load_space
+from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+log = logging.getLogger(__name__)
 
 
-@dataclass
-class Measurement:
-    """The outcome of one run: metrics (numbers only) and what else is worth keeping.
+def setting(
+    default: Any = None,
+    *,
+    flag: str | None = None,
+    help: str = "",  # noqa: A002 - the word every CLI library uses
+    implies: bool = False,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
+    """A settings field; `flag` (``--image-size``) makes it a command-line option, `implies`
+    says that giving it picks this target when ``--target`` is not given; `factory` computes
+    the default when a target is made (a folder named by an environment variable, say)."""
+    metadata = {"flag": flag, "help": help, "implies": implies}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    if isinstance(default, list | dict):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
-    `status` is ``ok``, ``failed`` (the benchmark crashed, printed nothing usable, or its result
-    is invalid) or ``timeout`` (it was killed after the per-run time limit); `error` says why in
-    one line.
-    """
 
-    metrics: dict[str, float] = field(default_factory=dict)
-    status: str = "ok"
-    error: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+@dataclasses.dataclass(frozen=True)
+class CliOption:
+    """A command-line option derived from a settings field."""
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+    name: str  # the field
+    flag: str
+    type: type
+    default: Any
+    help: str
+    implies: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSettings:
+    """Base of every target's settings dataclass (fields made with `setting`)."""
 
     @classmethod
-    def failed(cls, error: str, status: str = "failed", **info: Any) -> Measurement:
-        return cls(status=status, error=error, info=dict(info))
+    def from_spec(cls, spec: Mapping[str, Any], kind: str = "") -> Self:
+        """From a stored spec; refuses settings it does not know (a campaign stored by another
+        version, a typo in a spec file). ``kind`` and ``space`` are the spec's own keys."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(spec) - names - {"kind", "space"})
+        if unknown:
+            raise TargetError(
+                f"{kind or 'target'}: unknown setting(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(names))})"
+            )
+        return cls(**{k: v for k, v in spec.items() if k in names})
+
+    def to_spec(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def cli_options(cls) -> list[CliOption]:
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in dataclasses.fields(cls):
+            flag = f.metadata.get("flag")
+            if not flag:
+                continue
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            out.append(
+                CliOption(
+                    f.name, flag, _cli_type(hints[f.name]), default, f.metadata.get("help", ""),
+                    bool(f.metadata.get("implies")),
+                )
+            )  # fmt: skip
+        return out
 
 
-class Workload(ABC):
-    """What drives a target during one run (a fio job, a rados bench)."""
+def _cli_type(hint: Any) -> type:
+    """The plain type of a field for its option: ``str | None`` is str, ``int`` int, lists of
+    strings stay lists."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        hint = next(a for a in args if a is not type(None))
+    origin = typing.get_origin(hint)
+    if origin is list:
+        return list
+    return hint if isinstance(hint, type) else str
 
-    name: str = "default"
 
-    @abstractmethod
-    def describe(self) -> dict[str, Any]:
-        """A JSON-able spec from which `make_workload` rebuilds this workload."""
+def _plain(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 class Target(ABC):
     """The system under test. Use as a context manager: setup on enter, teardown on exit."""
 
-    kind: str = ""
+    kind: ClassVar[str] = ""
+    Settings: ClassVar[type[TargetSettings]] = TargetSettings
+    summary: ClassVar[str] = ""  # one line for `--target`'s help
+    provides: ClassVar[frozenset[Need]] = frozenset()  # what workloads it can host
+    default_workloads: ClassVar[tuple[str, ...]] = ()  # by name, when none is given
     # Whether runs measure this machine (and so must not overlap with another benchmark);
     # targets that replay data or evaluate a model say False.
-    measures_machine: bool = True
+    measures_machine: ClassVar[bool] = True
+    default_space: ClassVar[str | None] = None  # the bundled space a target uses when given none
+
+    def __init__(
+        self,
+        space: Space | str | None = None,
+        settings: TargetSettings | None = None,
+        **values: Any,
+    ) -> None:
+        if settings is not None and values:
+            raise TargetError(f"{self.kind}: give settings or keyword values, not both")
+        if isinstance(space, str) or (space is None and self.default_space):
+            space = load_space(space or self.default_space)  # type: ignore[arg-type]
+        self.space: Space | None = space
+        try:
+            self.settings = settings if settings is not None else self.Settings(**values)
+        except TypeError as exc:
+            raise TargetError(f"{self.kind} target: {exc}") from None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind and not getattr(cls, "__abstractmethods__", None):
+            from stortune.targets import register
+
+            register(cls)
+
+    # ---- spec -------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """The JSON-able spec from which `from_spec` rebuilds this target."""
+        return {"kind": self.kind, **self.settings.to_spec()}
 
     @classmethod
-    @abstractmethod
-    def from_spec(cls, spec: dict[str, Any], space: Space) -> Target:
-        """Rebuild the target from `describe()`'s spec; `space` tells what each parameter is."""
+    def from_spec(cls, spec: Mapping[str, Any], space: Space | None) -> Self:
+        return cls(space, cls.Settings.from_spec(spec, cls.kind))
+
+    # ---- life cycle -------------------------------------------------------------------------
+    def preflight(self) -> None:  # noqa: B027 - optional hook
+        """Refuse what can be refused before anything is locked or touched (no root, a
+        mounted device); raises TargetError."""
 
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Bring the system up (create images, start daemons). Idempotent."""
@@ -69,9 +175,60 @@ class Target(ABC):
     def apply(self, config: Config) -> None:
         """Bring the system to `config` (raise TargetError when that is impossible)."""
 
-    @abstractmethod
-    def run(self, workload: Workload | None, timeout: float | None = None) -> Measurement:
-        """Measure the current config under `workload`, killing it after `timeout` seconds."""
+    def run(
+        self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
+    ) -> Measurement:
+        """Measure the current config under `workload`, killing it after `timeout` seconds;
+        `repetition` is the repetition this run fills (a replayed table answers with the
+        matching stored one)."""
+        self.check_workload(workload)
+        if workload is None:
+            return self.measure(timeout, repetition)
+        venue = self.venue(workload)
+        venue.repetition = repetition
+        measurement = workload.run(venue, timeout)
+        self.after_run(workload, measurement)
+        return measurement
+
+    def check_workload(self, workload: Workload | None) -> None:
+        """Refuse a workload this target cannot host (or a missing one it needs)."""
+        if workload is None:
+            if self.provides:
+                raise TargetError(f"the {self.kind} target needs a workload to run")
+            return
+        if workload.needs not in self.provides:
+            offers = ", ".join(sorted(self.provides)) or "no resource: it measures by itself"
+            raise TargetError(
+                f"workload {workload.name!r} needs a {workload.needs}, which the {self.kind} "
+                f"target does not provide (it offers {offers})"
+            )
+
+    def measure(self, timeout: float | None = None, repetition: int = 0) -> Measurement:
+        """A run without a workload: targets that measure by themselves (a command, a table)."""
+        raise TargetError(f"the {self.kind} target needs a workload to run")
+
+    def venue(self, workload: Workload) -> Venue:
+        """The resource a workload runs in, ready for one run."""
+        raise TargetError(f"the {self.kind} target provides no venue for {workload.name!r}")
+
+    def after_run(self, workload: Workload, measurement: Measurement) -> None:  # noqa: B027
+        """What a target adds to a run's record (its devices, its options)."""
+
+    def workloads(self, names: list[str], runtime: float | None) -> list[Workload | None]:
+        """The workloads named (or this target's default ones) at `runtime` seconds."""
+        from stortune.workloads import workload_named
+
+        chosen = names or list(self.default_workloads)
+        if not self.provides:
+            if names:
+                raise TargetError(
+                    f"the {self.kind} target measures by itself: it takes no --workload"
+                )
+            return [None]
+        built = [workload_named(name, runtime, self.provides) for name in chosen]
+        for workload in built:
+            self.check_workload(workload)
+        return built
 
     def state(self) -> dict[str, float]:
         """System metrics for tuners that want state (DDPG); empty when the target has none."""
@@ -80,25 +237,7 @@ class Target(ABC):
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Undo everything setup and apply did (mounts, devices, settings, daemons)."""
 
-    @abstractmethod
-    def describe(self) -> dict[str, Any]:
-        """A JSON-able spec from which `make_target` rebuilds this target."""
-
-    @classmethod
-    def keyword_spec(
-        cls, spec: Mapping[str, Any], space: Space | None, keys: Sequence[str]
-    ) -> Target:
-        """`from_spec` for targets built as ``cls(space, **settings)``: refuses settings it does
-        not know (a stored campaign from another version, a typo in a spec file)."""
-        unknown = sorted(set(spec) - set(keys) - {"kind", "space"})
-        if unknown:
-            raise TargetError(
-                f"{cls.kind} target: unknown setting(s) {', '.join(unknown)} "
-                f"(known: {', '.join(keys)})"
-            )
-        return cls(space or spec.get("space"), **{k: spec[k] for k in keys if k in spec})  # type: ignore[call-arg]
-
-    def __enter__(self) -> Target:
+    def __enter__(self) -> Self:
         self.setup()
         return self
 
@@ -106,13 +245,11 @@ class Target(ABC):
         self.teardown()
 
 
-def numeric_metrics(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Flatten nested mappings to dotted names and keep the numbers (booleans excluded)."""
-    out: dict[str, float] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(numeric_metrics(value, f"{name}."))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            out[name] = float(value)
-    return out
+def require_root(what: str) -> None:
+    """Say plainly what needs root and what works without it."""
+    if os.geteuid() != 0:
+        raise TargetError(
+            f"{what} needs root (loop devices, mkfs, mount, sysfs, daemons); without root you can "
+            "measure a directory with --target command and fio, or replay a dataset with "
+            "--target table --dataset FILE"
+        )

@@ -26,20 +26,22 @@ is a failed trial (TargetError) and the cluster is brought back to the default c
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 import shlex
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stortune import sysmetrics
 from stortune.errors import StortuneError, TargetError
-from stortune.space import Config, Cost, Space, load_space
-from stortune.sysmetrics import SystemSampler
+from stortune.measure import sysmetrics
+from stortune.measure.sysmetrics import SystemSampler
+from stortune.space import Config, Cost, Space
 from stortune.targets import syscmd
-from stortune.targets.base import Measurement, Target, Workload
+from stortune.targets.base import Target, TargetSettings, require_root, setting
 from stortune.targets.cephcluster import perf
 from stortune.targets.cephcluster.client import CephClient, asok_command
 from stortune.targets.cephcluster.conf import (
@@ -50,11 +52,10 @@ from stortune.targets.cephcluster.conf import (
 )
 from stortune.targets.cephcluster.health import status, wait_healthy
 from stortune.targets.cephcluster.local import LocalCluster, recover_stale
-from stortune.targets.journal import MachineLock
-from stortune.workloads.fio import parse_size
-from stortune.workloads.rados import RadosWorkload
+from stortune.targets.journal import MachineLock, default_state_dir
+from stortune.units import parse_size
+from stortune.workloads.base import Measurement, Need, Venue, Workload
 
-DEFAULT_STATE_DIR = "/var/lib/stortune"
 MODES = ("local", "existing")
 POOL_LAYER = "pool"
 DAEMON_LAYERS = {"osd": ("osd",), "mon": ("mon",), "mgr": ("mgr",), "common": ("mon", "mgr", "osd")}
@@ -66,57 +67,80 @@ LAYER_SECTIONS = {
     "client": (BENCH_CLIENT,),
     "common": ("mon", "mgr", "osd", BENCH_CLIENT),
 }
-_SPEC_KEYS = (
-    "mode",
-    "osds",
-    "osd_size",
-    "state_dir",
-    "conf",
-    "keyring",
-    "pool",
-    "allow_restart",
-    "restart_command",
-    "health_timeout",
-)
 _instances = itertools.count()
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CephSettings(TargetSettings):
+    osds: int = setting(2, flag="--osds", help="ceph: OSDs of the local mini-cluster.")
+    conf: str | None = setting(
+        None,
+        flag="--ceph-conf",
+        implies=True,
+        help="ceph: tune the existing cluster this ceph.conf names (runtime options only unless "
+        "--allow-restart; pools are never deleted) instead of a local mini-cluster.",
+    )
+    keyring: str | None = setting(
+        None, flag="--keyring", help="ceph: the existing cluster's keyring."
+    )
+    allow_restart: bool = setting(
+        False,
+        flag="--allow-restart",
+        help="ceph: with --ceph-conf, allow restarting the cluster's daemons for startup options.",
+    )
+    health_timeout: float = setting(
+        180.0,
+        flag="--health-timeout",
+        help="ceph: seconds a changed cluster may take to become healthy before the config "
+        "counts as failed.",
+    )
+    mode: str | None = setting(None)  # local or existing (default: existing when conf is given)
+    osd_size: str = setting("2g")
+    state_dir: str = setting(factory=default_state_dir)
+    pool: str = setting("stortune-bench")
+    restart_command: str | None = setting(None)
 
 
 class CephTarget(Target):
     """A Ceph cluster measured with rados bench (see the module docstring)."""
 
     kind = "ceph"
+    Settings = CephSettings
+    summary = "a local Ceph mini-cluster, or an existing one with --ceph-conf (root)"
+    provides = frozenset({Need.RADOS_POOL})
+    default_workloads = ("rados-rand",)
+    default_space = "ceph"
+    settings: CephSettings
 
     def __init__(
         self,
         space: Space | str | None = None,
-        *,
-        mode: str = "local",
-        osds: int = 2,
-        osd_size: str | int = "2g",
-        state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR,
-        conf: str | os.PathLike[str] | None = None,
-        keyring: str | os.PathLike[str] | None = None,
-        pool: str = "stortune-bench",
-        allow_restart: bool = False,
-        restart_command: str | None = None,
-        health_timeout: float = 180.0,
+        settings: CephSettings | None = None,
+        **values: Any,
     ) -> None:
+        for key in ("conf", "keyring", "state_dir"):
+            if isinstance(values.get(key), os.PathLike):
+                values[key] = os.fspath(values[key])
+        super().__init__(space, settings, **values)
+        s = self.settings
+        mode = s.mode or ("existing" if s.conf else "local")
         if mode not in MODES:
             raise TargetError(f"ceph target mode {mode!r}: choose from {', '.join(MODES)}")
-        if mode == "existing" and conf is None:
+        if mode == "existing" and s.conf is None:
             raise TargetError("the existing mode needs the cluster's ceph.conf (conf=...)")
-        self.space = space if isinstance(space, Space) else load_space(space or "ceph")
+        self.settings = s = replace(s, mode=mode)
         self.mode = mode
-        self.osds = int(osds)
-        self.osd_size = osd_size
-        self._osd_bytes = parse_size(osd_size)
-        self.state_dir = Path(state_dir)
-        self.conf = Path(conf) if conf is not None else None
-        self.keyring = Path(keyring) if keyring is not None else None
-        self.pool = pool
-        self.allow_restart = bool(allow_restart)
-        self.restart_command = restart_command
-        self.health_timeout = float(health_timeout)
+        self.osds = int(s.osds)
+        self.osd_size = s.osd_size
+        self._osd_bytes = parse_size(s.osd_size)
+        self.state_dir = Path(s.state_dir)
+        self.conf = Path(s.conf) if s.conf is not None else None
+        self.keyring = Path(s.keyring) if s.keyring is not None else None
+        self.pool = s.pool
+        self.allow_restart = bool(s.allow_restart)
+        self.restart_command = s.restart_command
+        self.health_timeout = float(s.health_timeout)
         self._lock = MachineLock(self.state_dir)
         self._cluster: LocalCluster | None = None
         self._client: CephClient | None = None
@@ -128,26 +152,9 @@ class CephTarget(Target):
         self._restarted: set[str] = set()  # existing-mode daemons restarted by this target
         self._last: dict[str, float] = {}
 
-    # ---- spec -----------------------------------------------------------------------------
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], space: Space | None = None) -> CephTarget:
-        return cls.keyword_spec(spec, space, _SPEC_KEYS)  # type: ignore[return-value]
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "space": self.space.name,
-            "mode": self.mode,
-            "osds": self.osds,
-            "osd_size": self.osd_size,
-            "state_dir": str(self.state_dir),
-            "conf": str(self.conf) if self.conf else None,
-            "keyring": str(self.keyring) if self.keyring else None,
-            "pool": self.pool,
-            "allow_restart": self.allow_restart,
-            "restart_command": self.restart_command,
-            "health_timeout": self.health_timeout,
-        }
+    def preflight(self) -> None:
+        if self.mode == "local":
+            require_root("the ceph target's local mini-cluster")
 
     @property
     def client(self) -> CephClient:
@@ -341,14 +348,17 @@ class CephTarget(Target):
                     removed.setdefault(section, []).append(name)
         self._db = {**self._db, **wanted}  # until done, anything either holds may be set
         for section, settings in sections.items():
+            log.info("ceph config set in %s: %s", section, settings)
             self.client.config_set(settings, who=section)
         for section, names in removed.items():
+            log.info("ceph config rm in %s: %s", section, ", ".join(names))
             self.client.config_rm(names, who=section)
         self._db = dict(wanted)
 
     def _restart(self, daemons: list[str]) -> None:
         if not daemons:
             return
+        log.info("restarting %s", ", ".join(daemons))
         if self._cluster is not None:
             self._cluster.restart(daemons)
             return
@@ -460,26 +470,29 @@ class CephTarget(Target):
         self._make_pool(pg_per_osd)
 
     # ---- run ------------------------------------------------------------------------------
-    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
-        workload = workload if workload is not None else RadosWorkload.named("rados-write")
-        if not isinstance(workload, RadosWorkload):
-            raise TargetError(
-                f"the ceph target runs rados workloads, not {type(workload).__name__}"
-            )
+    def run(
+        self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
+    ) -> Measurement:
+        self.check_workload(workload)
         self.setup()
         try:
             self._wait_healthy()
         except TargetError as exc:
             return Measurement.failed(f"before the run: {exc}")
-        argv = [*self.client.rados_argv(self.pool), "--name", BENCH_CLIENT]
-        samplers = [SystemSampler(self._own_disks()), perf.ClusterSampler(self)]
-        measurement = workload.run(argv, timeout, samplers=samplers)
+        return super().run(workload, timeout, repetition)
+
+    def venue(self, workload: Workload) -> Venue:
+        return Venue(
+            rados=[*self.client.rados_argv(self.pool), "--name", BENCH_CLIENT],
+            samplers=[SystemSampler(self._own_disks()), perf.ClusterSampler(self)],
+        )
+
+    def after_run(self, workload: Workload, measurement: Measurement) -> None:
         measurement.info.update(mode=self.mode, osds=len(self._osd_ids), pool=self.pool)
         if measurement.ok:
             self._last = {
                 k: v for k, v in measurement.metrics.items() if k.startswith(("ceph.", "sys."))
             }
-        return measurement
 
     def _own_disks(self) -> list[str]:
         """The disk under a local cluster's OSD files: its I/O is the benchmark's, not a

@@ -21,54 +21,63 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
 from stortune.space import Config, Space
-from stortune.targets.base import Measurement, Target, Workload, numeric_metrics
+from stortune.targets.base import Target, TargetSettings, setting
+from stortune.workloads.base import Measurement, numeric_metrics
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 OUTPUTS = ("json", "fio")
 
 
+@dataclass(frozen=True)
+class CommandSettings(TargetSettings):
+    command: str | list[str] = setting(
+        "",
+        flag="--command",
+        implies=True,
+        help="command target: program and arguments with {param} placeholders, run without a "
+        "shell; it prints JSON metrics (or fio JSON with --output fio).",
+    )
+    output: str = setting("json", flag="--output", help="command target: json or fio.")
+    cwd: str | None = setting(None)
+    env: dict[str, str] = setting({})
+
+
 class CommandTarget(Target):
     kind = "command"
+    Settings = CommandSettings
+    summary = "any program printing JSON metrics"
+    settings: CommandSettings
 
     def __init__(
         self,
-        argv: Sequence[str],
-        output: str = "json",
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
+        space: Space | str | None = None,
+        settings: CommandSettings | None = None,
+        **values: Any,
     ) -> None:
+        super().__init__(space, settings, **values)
+        argv = self.settings.command
         if isinstance(argv, str):
             argv = shlex.split(argv)
         if not argv:
-            raise TargetError("the command target needs a command")
-        if output not in OUTPUTS:
+            raise TargetError("--target command needs --command 'PROGRAM ARGS {param} ...'")
+        if self.settings.output not in OUTPUTS:
             choices = ", ".join(OUTPUTS)
-            raise TargetError(f"unknown output format {output!r} (choose from {choices})")
-        self.argv = list(argv)
-        self.output = output
-        self.cwd = cwd
-        self.env = dict(env or {})
+            raise TargetError(
+                f"unknown output format {self.settings.output!r} (choose from {choices})"
+            )
+        self.argv = [str(a) for a in argv]
+        self.settings = replace(self.settings, command=self.argv)
+        self.output = self.settings.output
+        self.cwd = self.settings.cwd
+        self.env = dict(self.settings.env or {})
         self._config: Config = {}
         self._workdir: Path | None = None
-
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any], space: Space | None = None) -> CommandTarget:
-        return cls(spec["argv"], spec.get("output", "json"), spec.get("cwd"), spec.get("env"))
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "argv": self.argv,
-            "output": self.output,
-            "cwd": self.cwd,
-            "env": self.env,
-        }
 
     def placeholders(self) -> set[str]:
         return {m for item in self.argv for m in _PLACEHOLDER.findall(item)} - {"workdir"}
@@ -99,7 +108,7 @@ class CommandTarget(Target):
         values["workdir"] = str(self._workdir or "")
         return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], item) for item in self.argv]
 
-    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
+    def measure(self, timeout: float | None = None, repetition: int = 0) -> Measurement:
         if self._workdir is None:
             self.setup()
         argv = self.command_line()

@@ -21,10 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import StortuneError, TargetError
-from stortune.lock import exclusive_flock
+from stortune.measure.lock import exclusive_flock
 from stortune.targets import cgroup, loopdev, mounts, sysconf
 
 _counter = itertools.count()
+
+DEFAULT_STATE_DIR = "/var/lib/stortune"
+
+
+def default_state_dir() -> str:
+    """Where images, mount points, clusters and journals live: $STORTUNE_STATE_DIR, else
+    /var/lib/stortune (a test, or a benchmark beside another, may have its own)."""
+    return os.environ.get("STORTUNE_STATE_DIR") or DEFAULT_STATE_DIR
 
 
 class Journal:

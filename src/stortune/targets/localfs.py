@@ -20,40 +20,30 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stortune import sysmetrics
 from stortune.errors import TargetError
-from stortune.space import Config, Cost, Parameter, Space, load_space
+from stortune.measure import sysmetrics
+from stortune.space import Config, Cost, Parameter, Space
 from stortune.targets import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf
-from stortune.targets.base import Measurement, Target, Workload
-from stortune.targets.journal import Journal, MachineLock, recover
-from stortune.workloads.fio import FioWorkload, parse_size
+from stortune.targets.base import Target, TargetSettings, require_root, setting
+from stortune.targets.journal import Journal, MachineLock, default_state_dir, recover
+from stortune.units import parse_size
+from stortune.workloads.base import Measurement, Need, Venue, Workload
 
-DEFAULT_STATE_DIR = "/var/lib/stortune"
+log = logging.getLogger(__name__)
+
 LAYERS = ("mkfs", "mount", "block", "vm")
 _RANK = {Cost.RUNTIME: 0, Cost.REMOUNT: 1, Cost.RESTART: 1, Cost.REFORMAT: 2}
 _LAYER_RANK = {"mkfs": 2, "mount": 1, "block": 0, "vm": 0}
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 _instances = itertools.count()
-
-_SPEC_KEYS = (
-    "fs",
-    "image",
-    "image_size",
-    "device",
-    "destroy_data",
-    "state_dir",
-    "keep_image",
-    "drop_caches",
-    "memory_limit",
-)
 
 available_filesystems = mkfs.available_filesystems
 
@@ -69,39 +59,69 @@ class Plan:
     vm: tuple[tuple[str, str], ...]  # (sysctl name, value)
 
 
+@dataclass(frozen=True)
+class LocalFsSettings(TargetSettings):
+    image_size: str = setting(
+        "4g", flag="--image-size", help="localfs: size of the loop image file."
+    )
+    device: str | None = setting(
+        None,
+        flag="--device",
+        help="localfs: use this scratch block device instead of an image file "
+        "(needs --destroy-data; refused when mounted or the root disk).",
+    )
+    destroy_data: bool = setting(
+        False,
+        flag="--destroy-data",
+        help="localfs: allow formatting the --device (its data is lost).",
+    )
+    memory_limit: str | None = setting(
+        None,
+        flag="--memory-limit",
+        help="localfs: cap the benchmark's page cache with a memory cgroup (e.g. 512m).",
+    )
+    fs: str | None = setting(None)  # the file system when the space has no fstype parameter
+    image: str | None = setting(None)  # the image file (default: one in the state folder)
+    state_dir: str = setting(factory=default_state_dir)
+    keep_image: bool = setting(False)
+    drop_caches: bool = setting(True)
+
+
 class LocalFsTarget(Target):
     """A file system on a loop device (or a scratch device) with block and vm settings."""
 
     kind = "localfs"
+    Settings = LocalFsSettings
+    summary = "a loop-device file system with its block and vm settings (root)"
+    provides = frozenset({Need.DIRECTORY})
+    default_workloads = ("fileserver",)
+    default_space = "localfs"
+    settings: LocalFsSettings
 
     def __init__(
         self,
         space: Space | str | None = None,
-        *,
-        fs: str | None = None,
-        image: str | os.PathLike[str] | None = None,
-        image_size: str | int = "4g",
-        device: str | None = None,
-        destroy_data: bool = False,
-        state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR,
-        keep_image: bool = False,
-        drop_caches: bool = True,
-        memory_limit: str | int | None = None,
+        settings: LocalFsSettings | None = None,
+        **values: Any,
     ) -> None:
-        self.space = space if isinstance(space, Space) else load_space(space or "localfs")
-        self.fs = fs
-        self.image = Path(image) if image is not None else None
-        self.image_size = image_size
-        self._image_bytes = parse_size(image_size)
-        self.device = device
-        self.destroy_data = bool(destroy_data)
-        if device is not None and image is not None:
+        for key in ("image", "state_dir", "image_size", "memory_limit"):
+            if isinstance(values.get(key), os.PathLike | int):
+                values[key] = str(values[key]) if key != "image_size" else values[key]
+        super().__init__(space, settings, **values)
+        s = self.settings
+        self.fs = s.fs
+        self.image = Path(s.image) if s.image is not None else None
+        self.image_size = s.image_size
+        self._image_bytes = parse_size(s.image_size)
+        self.device = s.device
+        self.destroy_data = bool(s.destroy_data)
+        if s.device is not None and s.image is not None:
             raise TargetError("give either a device or an image, not both")
-        self.state_dir = Path(state_dir)
-        self.keep_image = bool(keep_image)
-        self.drop_caches = bool(drop_caches)
-        self.memory_limit = memory_limit
-        self._memory_bytes = parse_size(memory_limit) if memory_limit is not None else None
+        self.state_dir = Path(s.state_dir)
+        self.keep_image = bool(s.keep_image)
+        self.drop_caches = bool(s.drop_caches)
+        self.memory_limit = s.memory_limit
+        self._memory_bytes = parse_size(s.memory_limit) if s.memory_limit is not None else None
         self._instance = f"{os.getpid()}-{next(_instances)}"
         self._lock = MachineLock(self.state_dir)
         self._journal: Journal | None = None
@@ -116,25 +136,11 @@ class LocalFsTarget(Target):
         self._originals: dict[str, str] = {}
         self._last_system: dict[str, float] = {}
 
-    # ---- spec -----------------------------------------------------------------------------
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], space: Space | None = None) -> LocalFsTarget:
-        return cls.keyword_spec(spec, space, _SPEC_KEYS)  # type: ignore[return-value]
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "space": self.space.name,
-            "fs": self.fs,
-            "image": str(self.image) if self.image is not None else None,
-            "image_size": self.image_size,
-            "device": self.device,
-            "destroy_data": self.destroy_data,
-            "state_dir": str(self.state_dir),
-            "keep_image": self.keep_image,
-            "drop_caches": self.drop_caches,
-            "memory_limit": self.memory_limit,
-        }
+    def preflight(self) -> None:
+        """No root, or a device that must not be formatted: said before anything is locked."""
+        require_root("the localfs target")
+        if self.device is not None:
+            devguard.check_scratch_device(self.device, self.destroy_data)
 
     # ---- life cycle -----------------------------------------------------------------------
     def setup(self) -> None:
@@ -175,6 +181,7 @@ class LocalFsTarget(Target):
         loopdev.allocate(image, self._image_bytes)
         self._journal.record("loop", image=str(image))
         self._dev = loopdev.attach(image)
+        log.info("attached %s (%s bytes) as %s", image, self._image_bytes, self._dev)
         self._queue = Path("/sys/block", Path(self._dev).name, "queue")
         self._image_path = image
 
@@ -184,6 +191,7 @@ class LocalFsTarget(Target):
         problems: list[str] = []
         journal = self._journal
         if journal is not None:
+            log.info("undoing %d change(s) of %s", len(journal.entries), journal.path)
             problems = journal.undo()
             journal.close()
         self._journal = None
@@ -296,6 +304,7 @@ class LocalFsTarget(Target):
         else:
             assert self._image_path is not None
             loopdev.allocate(self._image_path, self._image_bytes)  # fill holes punched so far
+        log.info("formatting %s: %s", self._dev, " ".join([*plan.mkfs, self._dev]))
         syscmd.run([*plan.mkfs, self._dev], f"formatting {self._dev} as {plan.fs}")
         self._formatted = plan
 
@@ -304,6 +313,13 @@ class LocalFsTarget(Target):
         mounts.umount(self._mount_point)
         if not any(e["op"] == "mount" for e in self._journal.entries):
             self._journal.record("mount", mount_point=str(self._mount_point))
+        log.info(
+            "mounting %s on %s (%s, -o %s)",
+            self._dev,
+            self._mount_point,
+            plan.fs,
+            plan.mount or "defaults",
+        )
         mounts.mount(self._dev, self._mount_point, plan.fs, plan.mount)
         self._mounted_with = plan.mount
 
@@ -316,6 +332,7 @@ class LocalFsTarget(Target):
         named = {str(path) for path, _, _ in wanted}
         for path_text, original in list(self._originals.items()):
             if path_text not in named and sysconf.read(Path(path_text)) != original:
+                log.info("restoring %s = %s", path_text, original)
                 sysconf.write(Path(path_text), original)
         for path, value, on_device in wanted:
             current = sysconf.read(path)
@@ -330,27 +347,26 @@ class LocalFsTarget(Target):
                 assert self._journal is not None
                 self._journal.record("setting", path=str(path), old=current, **owner)
                 self._originals[str(path)] = current
+            log.info("writing %s = %s (was %s)", path, value, current)
             sysconf.write(path, value)
 
     # ---- run ------------------------------------------------------------------------------
-    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
+    def venue(self, workload: Workload) -> Venue:
+        """A directory of its own on the mounted file system, room for its files, the cgroup
+        and the device; the page cache is dropped between set-up and measurement."""
         if not self._is_mounted() or self._mount_point is None:
             raise TargetError("no file system is mounted: apply a config before running")
-        workload = workload if workload is not None else FioWorkload()
-        if not isinstance(workload, FioWorkload):
-            raise TargetError(
-                f"the localfs target runs fio workloads, not {type(workload).__name__}"
-            )
         workdir = self._mount_point / (_NAME.sub("_", workload.name) or "workload")
         workdir.mkdir(exist_ok=True)
-        self._make_room(workdir, workload.size_bytes)
-        try:
-            workload.prepare(workdir, timeout)
-        except TargetError as exc:
-            return Measurement.failed(str(exc))
-        if self.drop_caches:
-            _drop_caches()
-        measurement = workload.run(workdir, timeout, cgroup=self._cgroup, devices=[self._dev])
+        self._make_room(workdir, workload.footprint_bytes)
+        return Venue(
+            directory=workdir,
+            cgroup=self._cgroup,
+            devices=[self._dev] if self._dev else [],
+            before_measure=_drop_caches if self.drop_caches else (lambda: None),
+        )
+
+    def after_run(self, workload: Workload, measurement: Measurement) -> None:
         measurement.info.update(
             fs=self._formatted.fs if self._formatted else None,
             device=self._dev,
@@ -358,7 +374,6 @@ class LocalFsTarget(Target):
             memory_limit=self.memory_limit,
         )
         self._last_system = {k: v for k, v in measurement.metrics.items() if k.startswith("sys.")}
-        return measurement
 
     def _make_room(self, workdir: Path, size: int) -> None:
         """Other workloads' file sets go when this one's would not fit beside them."""

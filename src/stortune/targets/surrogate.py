@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,33 +22,65 @@ import numpy as np
 
 from stortune.errors import StortuneError, TargetError
 from stortune.space import Config, Space
-from stortune.targets.base import Measurement, Target, Workload
+from stortune.targets.base import Target, TargetSettings, setting
+from stortune.workloads.base import Measurement
+
+
+@dataclass(frozen=True)
+class SurrogateSettings(TargetSettings):
+    model: str = setting(
+        "",
+        flag="--model",
+        implies=True,
+        help="surrogate target: a model saved by `stortune model fit -o` "
+        "(e.g. --model stortune-out/models/runs.iops.cart.joblib).",
+    )
+    noise: float = setting(0.0)  # multiplicative Gaussian noise, as a fraction
+    seed: int = setting(0)
+    held: dict[str, Any] | None = setting(None)  # values of model parameters the space pins
+    sha256: str | None = setting(None)  # refuse a model file that changed
+    metric: str | None = setting(None)  # what the model predicts (for reading the spec)
+    technique: str | None = setting(None)
 
 
 class SurrogateTarget(Target):
     kind = "surrogate"
+    Settings = SurrogateSettings
+    summary = "a fitted model predicts"
     measures_machine = False
+    settings: SurrogateSettings
 
     def __init__(
         self,
-        model_path: str | Path,
-        space: Space,
-        noise: float = 0.0,
-        seed: int = 0,
-        held: Mapping[str, Any] | None = None,
-        digest: str | None = None,
+        space: Space | str | None = None,
+        settings: SurrogateSettings | None = None,
+        **values: Any,
     ) -> None:
         """`held`: values of model parameters the space does not tune (a resumed pinned
-        campaign's space lists only the tuned ones); `digest`: refuse a model file that changed."""
+        campaign's space lists only the tuned ones); `sha256`: refuse a model file that changed."""
         # imported here: the models pull in scikit-learn and friends, which only this target needs
         from stortune.models.surrogate import SurrogateModel
 
-        self.path = Path(model_path).expanduser().resolve()
-        if not math.isfinite(noise) or noise < 0:
+        super().__init__(space, settings, **values)
+        if self.space is None:
+            raise TargetError("the surrogate target needs a space (--space)")
+        s = self.settings
+        if not s.model:
+            raise TargetError(
+                "--target surrogate needs --model FILE (from `stortune model fit -o`)"
+            )
+        self.path = Path(s.model).expanduser().resolve()
+        noise = s.noise
+        if (
+            isinstance(noise, bool)
+            or not isinstance(noise, int | float)
+            or not math.isfinite(noise)
+            or noise < 0
+        ):
             raise TargetError(f"surrogate noise must be a fraction >= 0, not {noise!r}")
         try:
             self.digest = _digest(self.path)
-            if digest is not None and digest != self.digest:
+            if s.sha256 is not None and s.sha256 != self.digest:
                 raise TargetError(
                     f"{self.path}: the model file changed since the campaign started "
                     "(start a new campaign to use the new model)"
@@ -58,45 +90,27 @@ class SurrogateTarget(Target):
             raise
         except (StortuneError, OSError) as exc:
             raise TargetError(f"surrogate model: {_one_line(exc)}") from None
-        self.space = space
         self.noise = float(noise)
-        self.seed = int(seed)
-        self.held = dict(held or {})
+        self.seed = int(s.seed)
+        self.held = dict(s.held or {})
+        space = self.space
         self._full = getattr(space, "parent", space)  # a subspace holding other values
         self._check_parameters()
         self._rng = np.random.default_rng(self.seed)
         self._current: dict[str, Any] | None = None
         self._prediction = math.nan
-
-    @classmethod
-    def from_spec(cls, spec: dict[str, Any], space: Space) -> SurrogateTarget:
-        return cls(
-            spec["model"],
-            space,
-            noise=float(spec.get("noise", 0.0)),
-            seed=int(spec.get("seed", 0)),
-            held=spec.get("held"),
-            digest=spec.get("sha256"),
-        )
-
-    def describe(self) -> dict[str, Any]:
         held = dict(self.held)
         # a pinned subspace is stored with its tuned parameters only: keep what it holds
-        held.update(
-            {k: v for k, v in getattr(self.space, "held", {}).items() if k in self.model.params}
+        held.update({k: v for k, v in getattr(space, "held", {}).items() if k in self.model.params})
+        self.settings = replace(
+            s,
+            model=str(self.path),
+            sha256=self.digest,
+            metric=self.model.metric,
+            technique=self.model.technique,
+            noise=self.noise,
+            held=held or None,
         )
-        spec: dict[str, Any] = {
-            "kind": self.kind,
-            "model": str(self.path),
-            "sha256": self.digest,
-            "metric": self.model.metric,
-            "technique": self.model.technique,
-            "noise": self.noise,
-            "seed": self.seed,
-        }
-        if held:
-            spec["held"] = held
-        return spec
 
     def _check_parameters(self) -> None:
         """Refuse a model that was fitted on other parameters than the space tunes."""
@@ -136,7 +150,7 @@ class SurrogateTarget(Target):
         except StortuneError as exc:
             raise TargetError(f"surrogate model: {_one_line(exc)}") from None
 
-    def run(self, workload: Workload | None = None, timeout: float | None = None) -> Measurement:
+    def measure(self, timeout: float | None = None, repetition: int = 0) -> Measurement:
         if self._current is None:
             raise TargetError("the surrogate target was run before a config was applied")
         value = self._prediction

@@ -13,10 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stortune.errors import StortuneError
+from stortune.enums import Direction
 from stortune.space import Config, Space
-
-DIRECTIONS = ("max", "min")
 
 
 @dataclass
@@ -31,10 +29,8 @@ class Tuner(ABC):
     def __init__(
         self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
     ) -> None:
-        if direction not in DIRECTIONS:
-            raise StortuneError(f"direction must be 'max' or 'min', not {direction!r}")
         self.space = space
-        self.direction = direction
+        self.direction = Direction.parse(direction)
         self.seed = seed
         self.budget = budget
         self.history: list[Observation] = []
@@ -59,7 +55,7 @@ class Tuner(ABC):
         a tuner must cope with tells that come without it (a replayed campaign)."""
 
     def better(self, a: float, b: float) -> bool:
-        return a > b if self.direction == "max" else a < b
+        return self.direction.better(a, b)
 
     @property
     def best(self) -> Observation | None:

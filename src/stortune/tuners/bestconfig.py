@@ -90,7 +90,7 @@ class BestConfigTuner(Tuner):
     def _min_gain(self) -> float:
         values = [o.value for o in self.history if o.value is not None]
         gain = MIN_GAIN * (max(values) - min(values)) if values else 0.0
-        return gain if self.direction == "max" else -gain
+        return gain * self.direction.sign
 
     def _bound(self, best: Config) -> tuple[np.ndarray, np.ndarray]:
         """Per free dimension: the nearest values below and above the best's among the last

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from stortune.enums import Direction
 from stortune.errors import ConfigError
 from stortune.sampling import config_key, latin_hypercube
 from stortune.space import Config, Space
@@ -53,7 +54,7 @@ def random_valid(
 
 def scores(history: Sequence[Observation], direction: str) -> np.ndarray:
     """Observed values as "larger is better"; failed evaluations count as the worst seen."""
-    sign = 1.0 if direction == "max" else -1.0
+    sign = Direction(direction).sign
     ok = [sign * o.value for o in history if o.value is not None]
     worst = min(ok) if ok else 0.0
     return np.array([sign * o.value if o.value is not None else worst for o in history])

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from stortune.enums import Direction
 from stortune.errors import ConfigError, StortuneError
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
@@ -110,7 +111,7 @@ def normalised_objective(value: float, reference: float, direction: str) -> floa
     scale = 2.0 * (abs(reference) or 1.0)
     low = reference - scale / 2
     x = (value - low) / scale
-    return x if direction == "max" else 1.0 - x
+    return x if direction == Direction.MAX else 1.0 - x
 
 
 # ---- networks -------------------------------------------------------------------------------
@@ -361,7 +362,7 @@ class DDPGTuner(Tuner):
             Observation(group[0].config, float(np.mean([o.value for o in group])))
             for group in groups.values()
         ]
-        return sorted(means, key=lambda o: o.value, reverse=self.direction == "max")
+        return sorted(means, key=lambda o: o.value, reverse=self.direction == Direction.MAX)
 
     @property
     def best(self) -> Observation | None:

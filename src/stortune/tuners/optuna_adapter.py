@@ -21,6 +21,7 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
+from stortune.enums import Direction
 from stortune.errors import StortuneError
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
@@ -73,7 +74,7 @@ class OptunaTuner(Tuner):
         super().__init__(space, direction, seed, budget)
         self.name = sampler
         self.study = optuna.create_study(
-            direction="maximize" if direction == "max" else "minimize",
+            direction="maximize" if direction == Direction.MAX else "minimize",
             sampler=make_sampler(sampler, seed),
         )
         self._pending: dict[str, optuna.trial.Trial] = {}

@@ -13,13 +13,6 @@ from typing import Any
 from stortune.space import Config, Space
 
 
-def target_kind(spec: dict[str, Any]) -> str:
-    """The kind of the system under test (inside a multi-objective wrapper too)."""
-    while spec.get("kind") == "scalarized":
-        spec = spec["inner"]
-    return str(spec.get("kind", ""))
-
-
 def render(kind: str, config: Config, space: Space, header: str) -> str:
     """`config` for a target of `kind`, under `header` (comment lines)."""
     if kind == "ceph":

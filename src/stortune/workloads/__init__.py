@@ -1,17 +1,24 @@
 """Workloads: what drives a target during a run. `make_workload(spec)` rebuilds one from the
-spec its `describe()` returned (stored with every campaign)."""
+spec its `describe()` returned (stored with every campaign); `workload_named` builds one from
+the name a user gives (``fileserver``, ``my.fio``, ``rados-rand``), among the kinds that serve
+what the target provides."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from stortune.errors import ConfigError
-from stortune.targets.base import Workload
-from stortune.workloads.fio import TEMPLATES, FioWorkload, parse_fio_output
-from stortune.workloads.rados import RadosWorkload
+from stortune.workloads.base import Measurement, Need, Venue, Workload
+from stortune.workloads.fio import ALIASES, TEMPLATES, FioWorkload, parse_fio_output
+from stortune.workloads.rados import PRESETS, RadosWorkload
+from stortune.workloads.rows import RowsWorkload
 
-KINDS = {"fio": FioWorkload, "rados": RadosWorkload}
+KINDS: dict[str, type[Workload]] = {
+    "fio": FioWorkload,
+    "rados": RadosWorkload,
+    "rows": RowsWorkload,
+}
 
 
 def make_workload(spec: Mapping[str, Any]) -> Workload:
@@ -22,4 +29,52 @@ def make_workload(spec: Mapping[str, Any]) -> Workload:
     return KINDS[kind].from_spec(spec)
 
 
-__all__ = ["KINDS", "TEMPLATES", "FioWorkload", "Workload", "make_workload", "parse_fio_output"]
+def _fio(name: str, runtime: float | None) -> Workload | None:
+    if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
+        return FioWorkload(name, **({"runtime": runtime} if runtime else {}))
+    return None
+
+
+def _rados(name: str, runtime: float | None) -> Workload | None:
+    if name in PRESETS:
+        return RadosWorkload.named(name, **({"duration": runtime} if runtime else {}))
+    return None
+
+
+def _rows(name: str, runtime: float | None) -> Workload | None:
+    return RowsWorkload(name)
+
+
+# What serves each need, and the names it takes (for the error message).
+BUILDERS: dict[Need, tuple[Callable[[str, float | None], Workload | None], str]] = {
+    Need.DIRECTORY: (_fio, f"fio templates {', '.join(TEMPLATES)}, or a .fio job file"),
+    Need.RADOS_POOL: (_rados, f"rados bench {', '.join(PRESETS)}"),
+    Need.TABLE_ROWS: (_rows, "a workload recorded in the dataset"),
+}
+
+
+def workload_named(
+    name: str, runtime: float | None = None, provides: Collection[Need] | None = None
+) -> Workload:
+    """The workload called `name`, lasting `runtime` seconds, of a kind that serves one of
+    `provides` (default: any)."""
+    needs = [n for n in BUILDERS if provides is None or n in provides]
+    for need in needs:
+        built = BUILDERS[need][0](name, runtime)
+        if built is not None:
+            return built
+    known = "; ".join(BUILDERS[n][1] for n in needs) or "none"
+    raise ConfigError(f"unknown workload {name!r} (known: {known})")
+
+
+__all__ = [
+    "KINDS",
+    "TEMPLATES",
+    "Measurement",
+    "Need",
+    "Venue",
+    "Workload",
+    "make_workload",
+    "parse_fio_output",
+    "workload_named",
+]

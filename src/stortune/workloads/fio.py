@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import ConfigError, TargetError
-from stortune.sysmetrics import SystemSampler
-from stortune.targets.base import Measurement, Workload
+from stortune.measure.sysmetrics import SystemSampler
+from stortune.units import parse_size
+from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 TEMPLATES = (
     "fileserver",
@@ -61,7 +62,6 @@ _MIB = 1024 * 1024
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:/([0-9]+))?\}")
 _VARIABLE_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:+@%/-]*$")
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _PATH_OPTIONS = ("directory", "filename", "filename_format", "opendir")
 _META_ENGINES = {"filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"}
 # PR_SET_PDEATHSIG, then join the cgroup (if any), then exec fio; argv: parent pid, procs file,
@@ -73,23 +73,6 @@ _LAUNCHER = (
     "sys.argv[2] and open(sys.argv[2], 'w').write(str(os.getpid()))\n"
     "os.execvp(sys.argv[3], sys.argv[3:])\n"
 )
-
-
-def parse_size(value: str | int | float) -> int:
-    """Bytes from ``268435456``, ``256m``, ``1g``, ``512KiB`` (binary units)."""
-    if isinstance(value, bool):
-        raise ConfigError(f"size {value!r} is not a size")
-    if isinstance(value, int | float):
-        number, unit = float(value), ""
-    else:
-        match = _SIZE.match(str(value))
-        if not match:
-            raise ConfigError(f"size {value!r}: write bytes or a number with k, m, g or t")
-        number, unit = float(match.group(1)), match.group(2).lower()
-    size = int(number * 1024 ** " kmgt".index(unit or " "))
-    if size <= 0:
-        raise ConfigError(f"size {value!r} must be positive")
-    return size
 
 
 def _template_text(name: str) -> str:
@@ -104,6 +87,7 @@ class FioWorkload(Workload):
     """
 
     kind = "fio"
+    needs = Need.DIRECTORY
 
     def __init__(
         self,
@@ -241,7 +225,27 @@ class FioWorkload(Workload):
                 f"{_error_line(done.stdout, done.stderr)}"
             )
 
-    def run(
+    @property
+    def footprint_bytes(self) -> int:
+        return self.size_bytes
+
+    @property
+    def expected_seconds(self) -> float:
+        return self.runtime
+
+    def run(self, venue: Venue, timeout: float | None = None) -> Measurement:
+        """Lay out the file set in the venue's directory, let the target settle (drop the page
+        cache), then measure."""
+        if venue.directory is None:
+            raise TargetError(f"fio job {self.name} needs a directory to run in")
+        try:
+            self.prepare(venue.directory, timeout)
+        except TargetError as exc:
+            return Measurement.failed(str(exc))
+        venue.before_measure()
+        return self.measure(venue.directory, timeout, cgroup=venue.cgroup, devices=venue.devices)
+
+    def measure(
         self,
         directory: str | os.PathLike[str],
         timeout: float | None = None,
@@ -250,8 +254,8 @@ class FioWorkload(Workload):
         cgroup: str | os.PathLike[str] | None = None,
         devices: Iterable[str] = (),
     ) -> Measurement:
-        """Run the job in `directory`; `cgroup` (a cgroup folder) confines fio, `devices` are
-        the block devices whose utilisation the system metrics report."""
+        """Run the job in `directory` (laid out already); `cgroup` (a cgroup folder) confines
+        fio, `devices` are the block devices whose utilisation the system metrics report."""
         runtime = self.runtime if runtime is None else float(runtime)
         timeout = timeout if timeout is not None else self.default_timeout(runtime)
         text = self.render(directory, runtime)

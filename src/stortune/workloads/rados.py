@@ -25,12 +25,12 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from stortune.errors import ConfigError
-from stortune.targets.base import Measurement, Workload
 from stortune.targets.syscmd import last_line
-from stortune.workloads.fio import parse_size
+from stortune.units import parse_size
+from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 MODES = ("write", "seq", "rand")
 PRESETS: dict[str, dict[str, Any]] = {
@@ -41,14 +41,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 MIN_RUNTIME_SHARE = 0.9
 _MIB = 1024 * 1024
 _RUN_PREFIX = "stortune-bench"
-
-
-class Sampler(Protocol):
-    """Something measured alongside the measured phase (system or cluster metrics)."""
-
-    def start(self) -> Any: ...
-
-    def stop(self) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -112,6 +104,7 @@ class RadosWorkload(Workload):
     of writes (default: as long as the reads)."""
 
     kind = "rados"
+    needs = Need.RADOS_POOL
 
     def __init__(
         self,
@@ -178,14 +171,16 @@ class RadosWorkload(Workload):
         return (self.prefill + self.duration) * 1.5 + 120.0
 
     # ---- running --------------------------------------------------------------------------
-    def run(
-        self,
-        rados: Sequence[str],
-        timeout: float | None = None,
-        samplers: Sequence[Sampler] = (),
-    ) -> Measurement:
-        """Run against the pool that the argv prefix `rados` (``rados -c CONF -p POOL``) names;
-        `samplers` run during the measured phase and add their metrics."""
+    @property
+    def expected_seconds(self) -> float:
+        return self.prefill + self.duration
+
+    def run(self, venue: Venue, timeout: float | None = None) -> Measurement:
+        """Run against the pool that the venue's argv prefix (``rados -c CONF -p POOL``)
+        names; the venue's samplers run during the measured phase and add their metrics."""
+        rados, samplers = list(venue.rados), list(venue.samplers)
+        if not rados:
+            return Measurement.failed(f"rados workload {self.name}: the target gave no pool")
         deadline = time.monotonic() + (timeout or self.default_timeout())
         names = [f"{_RUN_PREFIX}-{i}" for i in range(self.procs)]
         info: dict[str, Any] = {"workload": self.name, "mode": self.mode}

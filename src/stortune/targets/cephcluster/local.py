@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
@@ -31,6 +32,8 @@ from stortune.errors import TargetError
 from stortune.targets import syscmd
 from stortune.targets.cephcluster.client import CephClient
 from stortune.targets.cephcluster.conf import plumbing_conf
+
+log = logging.getLogger(__name__)
 
 BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd"}
 STATE_FILE = "cluster.json"
@@ -86,6 +89,12 @@ class LocalCluster:
         self.lock_owner()
         fsid = str(uuid.uuid4())
         address = f"127.0.0.1:{_free_port()}"
+        log.info(
+            "creating a Ceph cluster of %d OSD(s) in %s, monitor on %s",
+            self.osds,
+            self.root,
+            address,
+        )
         self.conf.write_text(plumbing_conf(self.root, fsid, address, self.block_size))
         self._save()
         monmap = self.root / "monmap"
@@ -207,6 +216,7 @@ class LocalCluster:
 
     def restart(self, names: Iterable[str]) -> None:
         names = list(names)
+        log.info("restarting %s", ", ".join(names))
         self.stop(names)
         self.start(names)
 
@@ -239,6 +249,7 @@ class LocalCluster:
 
     def destroy(self) -> list[str]:
         """Stop every daemon and remove the directory; return the daemons that needed SIGKILL."""
+        log.info("stopping %s and removing %s", ", ".join(self.pids) or "no daemon", self.root)
         killed = self.stop(list(self.pids))
         self.release_owner()
         shutil.rmtree(self.root, ignore_errors=True)

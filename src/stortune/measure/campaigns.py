@@ -1,0 +1,137 @@
+"""Campaigns as the engine starts and resumes them: what is stored, and how a stored campaign
+is turned back into a plan, a target and rules.
+
+Everything a resume needs is stored with the campaign: the space as YAML, the target's and the
+workloads' specs, the objective, the tuner, its seed and the settings. `open_campaign` rebuilds
+the same plan for any kind, so `--resume NAME` works alike for tuning, sampling, sweeps, noise
+studies and verifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from stortune.enums import CampaignKind
+from stortune.errors import StortuneError
+from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective
+from stortune.measure.runner import Event, Outcome, Plan, Runner, RunRules, workload_name
+from stortune.measure.sweeping import SweepPlan, SweepSettings
+from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.measure.verify import VerifyPlan
+from stortune.space import Space, parse_space
+from stortune.store import Campaign, Store
+from stortune.targets import make_target
+from stortune.targets.base import Target
+from stortune.tuners import make_tuner
+from stortune.workloads import make_workload
+from stortune.workloads.base import Workload
+
+
+@dataclass
+class Measuring:
+    """A campaign ready to measure: its log, plan, target and rules."""
+
+    log: CampaignLog
+    plan: Plan
+    target: Target
+    rules: RunRules
+    seconds: float | None = None
+
+    @property
+    def campaign(self) -> Campaign:
+        return self.log.campaign
+
+    def run(self, on_event: Callable[[Event], None] | None = None) -> Outcome:
+        return Runner(self.log, self.target, self.rules, on_event, self.seconds).execute(self.plan)
+
+
+def new_campaign(
+    store: Store,
+    name: str,
+    kind: CampaignKind,
+    space: Space,
+    target: Target,
+    workloads: Sequence[Workload | None],
+    objective: Objective,
+    settings: Mapping[str, Any],
+    tuner: str = "",
+    seed: int = 0,
+) -> Campaign:
+    """Store a campaign with everything a resume needs to rebuild it."""
+    check_workloads(target, workloads)
+    return store.create_campaign(
+        name,
+        kind=kind,
+        space_name=space.name,
+        space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+        target=target.describe(),
+        workload={"workloads": [w.describe() for w in workloads if w is not None]},
+        objective=objective.to_dict(),
+        tuner=tuner,
+        seed=seed,
+        settings=dict(settings),
+    )
+
+
+def check_workloads(target: Target, workloads: Sequence[Workload | None]) -> None:
+    """Refuse, before anything is stored, a workload the target cannot host."""
+    for workload in workloads:
+        target.check_workload(workload)
+
+
+def workloads_of(campaign: Campaign) -> list[Workload | None]:
+    specs = campaign.workload.get("workloads", [])
+    return [make_workload(spec) for spec in specs] if specs else [None]
+
+
+def space_of(campaign: Campaign) -> Space:
+    return parse_space(campaign.space_yaml, f"campaign {campaign.name!r}")
+
+
+def open_campaign(
+    store: Store,
+    name: str,
+    *,
+    budget: int | None = None,
+    seconds: float | None = None,
+    target: Target | None = None,
+) -> Measuring:
+    """A stored campaign's plan, rebuilt as it was started (a tuning budget may be raised,
+    a time budget given anew)."""
+    campaign = store.campaign(name)
+    kind = campaign.kind
+    if kind in (CampaignKind.DATASET, CampaignKind.PROFILE):
+        raise StortuneError(f"campaign {name!r} is a {kind}: it has nothing to measure or resume")
+    space = space_of(campaign)
+    workloads = workloads_of(campaign)
+    target = target or make_target(campaign.target, space)
+    settings = dict(campaign.settings)
+    rules = RunRules.from_settings(settings)
+    log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
+    plan: Plan
+    if kind in (CampaignKind.TUNE, CampaignKind.SAMPLE):
+        if budget is not None:
+            settings["budget"] = budget
+        tune = TuneSettings.from_settings(
+            {**settings, "seconds": seconds or settings.get("seconds")}
+        )
+        log.confidence = tune.confidence
+        if budget is not None and settings != campaign.settings:
+            log.update_settings(settings)
+        tuner = make_tuner(
+            campaign.tuner, space, log.objective.direction, campaign.seed, tune.budget
+        )
+        plan = TunePlan(log, workloads, space, tuner, tune)
+        seconds = tune.seconds
+    elif kind in (CampaignKind.SWEEP, CampaignKind.NOISE):
+        plan = SweepPlan(log, workloads, SweepSettings.from_settings(settings))
+    elif kind == CampaignKind.VERIFY:
+        plan = VerifyPlan(log, workloads, int(settings.get("repetitions", 1)))
+    else:
+        raise StortuneError(f"campaign {name!r} is of an unknown kind {kind!r}")
+    return Measuring(log, plan, target, rules, seconds)

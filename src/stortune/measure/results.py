@@ -1,0 +1,86 @@
+"""What a trial's runs add up to, and which trial is best: one rule for every plan and view.
+
+A trial's value is, for each workload, the mean of its successful runs' objective values,
+combined over workloads (`combine_workloads`). A trial without a successful run of some
+workload has no value, and its error says why. A disturbed run is a placeholder: it fills no
+slot (`finished_slots`), so the slot is measured again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stortune.enums import Direction, RunStatus
+from stortune.measure.objective import Objective, combine_workloads
+from stortune.stats import summarize
+from stortune.store import Run, Trial
+
+
+@dataclass
+class TrialSummary:
+    """A trial's value (None when it has none), per-workload statistics, and why not."""
+
+    value: float | None
+    per_workload: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def run_value(run: Run, objective: Objective) -> float | None:
+    """The objective's value in one successful run (None for any other run)."""
+    if run.status != RunStatus.OK:
+        return None
+    return objective.value(run.metrics)
+
+
+def summarize_runs(
+    runs: Sequence[Run],
+    workloads: Sequence[str],
+    objective: Objective,
+    confidence: float = 0.9,
+) -> TrialSummary:
+    """The one rule (module doc)."""
+    per_workload: dict[str, dict[str, Any]] = {}
+    means = []
+    for name in workloads:
+        values = [
+            v for r in runs if r.workload == name and (v := run_value(r, objective)) is not None
+        ]
+        summary = summarize(values, confidence)
+        per_workload[name] = {**summary.to_dict(), "ci_rel": summary.ci_half_width_rel}
+        if summary.n == 0:
+            errors = [r.error for r in runs if r.workload == name and r.error]
+            return TrialSummary(None, per_workload, errors[-1] if errors else _why_none(runs))
+        means.append(summary.mean)
+    if not means:
+        return TrialSummary(None, per_workload, "no workload to measure")
+    return TrialSummary(combine_workloads(means), per_workload)
+
+
+def _why_none(runs: Sequence[Run]) -> str:
+    if not runs:
+        return "no run yet"
+    return "no successful run"
+
+
+def finished_slots(trial: Trial) -> set[tuple[str, int]]:
+    """(workload, repetition) pairs a trial has a result for; a disturbed run is not one, so a
+    resumed campaign measures it again (`Store.add_run` then replaces it)."""
+    return {(r.workload, r.repetition) for r in trial.runs if r.status != RunStatus.DISTURBED}
+
+
+def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | None:
+    """The trial with the best value in the objective's direction (None: no trial has one)."""
+    sign = Direction(direction).sign
+    best: Trial | None = None
+    for trial in trials:
+        if trial.value is None:
+            continue
+        if best is None or sign * trial.value > sign * best.value:  # type: ignore[operator]
+            best = trial
+    return best

@@ -1,0 +1,235 @@
+"""The tuning plan: ask a tuner, measure the config with repetitions, tell it the value.
+
+Repetitions go in repetition-major order over the workloads, so slow drift spreads over all of
+them. With `target_ci`, a config is repeated (between `min_repetitions` and `repetitions` times)
+until the confidence interval of its mean is that narrow for every workload. With
+`reference_every`, the space's default config is measured before the first evaluation, after
+every N and at the end (`reference`), so each run can be read relative to it. With `baseline`
+(or several objectives without bounds), the default config is the first evaluation.
+
+Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
+tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told its stored
+value; the trial in progress gets only its missing repetitions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from stortune.enums import RunStatus, TrialStatus
+from stortune.errors import ConfigError, StortuneError
+from stortune.measure.log import CampaignLog
+from stortune.measure.reference import REFERENCE, is_reference
+from stortune.measure.results import finished_slots
+from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
+from stortune.space import Config, Space
+from stortune.store import Trial
+from stortune.tuners import Tuner
+from stortune.workloads.base import Workload
+
+DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
+REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
+
+
+@dataclass
+class TuneSettings:
+    budget: int | None = 20
+    seconds: float | None = None
+    repetitions: int = 3
+    confidence: float = 0.9
+    baseline: bool = False
+    target_ci: float | None = None
+    min_repetitions: int = 2
+    reference_every: int = 0
+
+    def __post_init__(self) -> None:
+        if self.budget is None and self.seconds is None:
+            raise StortuneError("give a budget in evaluations or in seconds")
+        if self.budget is not None and self.budget < 1:
+            raise StortuneError(f"the budget must be at least 1 evaluation, not {self.budget}")
+        if self.seconds is not None and not (math.isfinite(self.seconds) and self.seconds > 0):
+            raise StortuneError(f"the time budget must be a positive number, not {self.seconds}")
+        if self.repetitions < 1:
+            raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        if self.target_ci is not None and not 0 < self.target_ci < 1:
+            raise StortuneError(f"the CI target is a fraction in (0, 1), not {self.target_ci}")
+        if self.min_repetitions < 1:
+            raise StortuneError(f"min repetitions must be at least 1, not {self.min_repetitions}")
+        if self.reference_every < 0:
+            raise StortuneError("--reference-every must be 0 (off) or a positive number")
+        if not 0 < self.confidence < 1:
+            raise StortuneError(f"the confidence is a fraction in (0, 1), not {self.confidence}")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> TuneSettings:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in settings.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class TunePlan(Plan):
+    """A tuner's asks, measured (see the module doc)."""
+
+    def __init__(
+        self,
+        log: CampaignLog,
+        workloads: Sequence[Workload | None],
+        space: Space,
+        tuner: Tuner,
+        settings: TuneSettings,
+    ) -> None:
+        super().__init__(log, workloads)
+        self.space = space
+        self.tuner = tuner
+        self.settings = settings
+        self._reference: Trial | None = None
+
+    # ---- progress -------------------------------------------------------------------------
+    @property
+    def per_trial(self) -> int:
+        return self.settings.repetitions * len(self.workloads)
+
+    def planned_runs(self) -> int | None:
+        return None if self.settings.budget is None else self.settings.budget * self.per_trial
+
+    def done_runs(self) -> int:
+        return sum(
+            min(self.per_trial, len(finished_slots(t)))
+            for t in self.log.trials()
+            if not is_reference(t)
+        )
+
+    # ---- the plan ---------------------------------------------------------------------------
+    def visits(self) -> Generator[Visit, VisitResult, None]:
+        seq = yield from self._replay()
+        self._ensure_bounds()
+        yield from self._maybe_reference(seq)
+        wants_default = self.settings.baseline or self.log.objective.needs_bounds
+        if seq == 0 and wants_default:
+            yield from self._evaluate(0, self.space.default_config(), None, DEFAULT_SOURCE)
+            seq = 1
+        while self.settings.budget is None or seq < self.settings.budget:
+            yield from self._maybe_reference(seq)
+            yield from self._evaluate(seq, self.tuner.ask(), None)
+            seq += 1
+        yield from self._maybe_reference(seq, closing=True)
+
+    def _replay(self) -> Generator[Visit, VisitResult, int]:
+        """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
+        stored = [t for t in self.log.trials() if not is_reference(t)]
+        for trial in stored:
+            source = (trial.info or {}).get("source")
+            if source != DEFAULT_SOURCE:
+                self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
+            if trial.finished:
+                self.tuner.tell(trial.config, trial.value)
+            else:
+                yield from self._evaluate(trial.seq, trial.config, trial, source)
+        return len(stored)
+
+    def _evaluate(
+        self, seq: int, config: Config, trial: Trial | None, source: str | None = None
+    ) -> Generator[Visit, VisitResult, None]:
+        try:
+            config = self.space.validate(config)
+        except ConfigError as exc:
+            if trial is None:
+                self.log.invalid(seq, config, str(exc))
+            self.tuner.tell(config, None)
+            return
+        if trial is None:
+            trial = self.log.add_trial(seq, config, {"source": source} if source else None)
+        done = finished_slots(trial)
+        state: dict[str, float] = {}
+        for rep in range(self.settings.repetitions):
+            missing = [w for w in self.workloads if (workload_name(w), rep) not in done]
+            if missing:
+                result = yield Visit(trial, self.slots(rep, missing))
+                if not result.applied:
+                    break  # the config does not apply: more repetitions would not either
+                state = result.state
+            if self._confident(trial, rep + 1):
+                break
+        self.tuner.observe_state(state)  # DDPG's state, before the tell
+        if source == DEFAULT_SOURCE and self.log.objective.needs_bounds:
+            self._bounds_from(trial)
+        summary = self.log.finish(trial)
+        self.tuner.tell(config, summary.value)
+
+    def _confident(self, trial: Trial, repetitions_done: int) -> bool:
+        """Whether adaptive repetitions may stop: every workload's interval is within target."""
+        target = self.settings.target_ci
+        if target is None or repetitions_done < self.settings.min_repetitions:
+            return False
+        summary = self.log.summary(trial)
+        return summary.ok and all(s["ci_rel"] <= target for s in summary.per_workload.values())
+
+    # ---- several objectives: bounds around the default config --------------------------------
+    def _ensure_bounds(self) -> None:
+        """A resumed campaign whose default trial finished before its bounds were kept."""
+        if not self.log.objective.needs_bounds:
+            return
+        for trial in self.log.trials():
+            if (trial.info or {}).get("source") == DEFAULT_SOURCE and trial.finished:
+                self._bounds_from(trial)
+                for other in self.log.trials():
+                    if (
+                        other.finished
+                        and not is_reference(other)
+                        and other.status != TrialStatus.INVALID
+                    ):
+                        self.log.finish(other)
+                return
+
+    def _bounds_from(self, trial: Trial) -> None:
+        objective = self.log.objective
+        sums: dict[str, list[float]] = {}
+        for run in self.log.store.trial_runs(trial.id):
+            if run.status == RunStatus.OK:
+                for metric in objective.measured:
+                    if isinstance(run.metrics.get(metric), int | float):
+                        sums.setdefault(metric, []).append(float(run.metrics[metric]))
+        if not all(sums.get(m) for m in objective.measured):
+            raise StortuneError(
+                "the default config's runs failed, so the objectives have no bounds to be "
+                "normalised with: give them with --bounds METRIC=LOW:HIGH"
+            )
+        reference = {k: sum(v) / len(v) for k, v in sums.items()}
+        self.log.set_objective(objective.with_bounds_around(reference))
+
+    # ---- the reference config ------------------------------------------------------------------
+    def _maybe_reference(
+        self, seq: int, closing: bool = False
+    ) -> Generator[Visit, VisitResult, None]:
+        """Measure the reference config when `reference_every` evaluations have passed since
+        its last visit (or none yet), and once more at the end so the last span is closed."""
+        every = self.settings.reference_every
+        if not every:
+            return
+        trial = self._reference_trial()
+        done = [r for r in self.log.store.trial_runs(trial.id) if r.status != RunStatus.DISTURBED]
+        last_at = max(((r.info or {}).get("at_seq", -1) for r in done), default=None)
+        due = last_at is None or seq - last_at >= every or (closing and last_at < seq)
+        if not due:
+            return
+        visit = 1 + max((r.repetition for r in done), default=-1)
+        yield Visit(trial, self.slots(visit), counted=False, info={"at_seq": seq})
+        self.log.finish(trial)
+
+    def _reference_trial(self) -> Trial:
+        """Found or created once per plan (not a scan of every trial before each evaluation)."""
+        if self._reference is None:
+            found = [t for t in self.log.trials() if is_reference(t)]
+            self._reference = (
+                found[0]
+                if found
+                else self.log.add_trial(
+                    REFERENCE_SEQ, self.space.default_config(), {"source": REFERENCE}
+                )
+            )
+        return self._reference

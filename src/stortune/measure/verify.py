@@ -1,0 +1,247 @@
+"""After tuning: the default and the best config measured again, interleaved, and the gain.
+
+A tuner's best value is the maximum of noisy measurements, so it overstates the gain (the
+winner's curse). The verification plan runs default and best alternately (ABAB..., so drift hits
+both alike), `repetitions` times each, into a campaign ``NAME-verify`` of kind ``verify``; other
+configs to compare with (an expert's, say) join the rotation under their own labels. `gain`
+states an improvement with a confidence interval (ratio of means, Welch, `stats.ratio_ci`);
+`stored_gains` reads every label's gain over the default back from the latest verification.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import yaml
+
+from stortune.enums import CampaignKind, Direction, RunStatus
+from stortune.errors import StortuneError
+from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective, combine_workloads
+from stortune.measure.results import best_trial, finished_slots
+from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
+from stortune.space import Config, Space
+from stortune.stats import ratio_ci, summarize
+from stortune.store import Campaign, Store, Trial
+from stortune.workloads.base import Workload
+
+LABELS = ("default", "best")  # always re-measured; compared configs come after them
+SUFFIX = "-verify"
+
+
+@dataclass(frozen=True)
+class Gain:
+    """How much better `label`'s config is than the default (0.12 = 12% better, whatever the
+    direction)."""
+
+    metric: str
+    direction: str
+    default_mean: float
+    best_mean: float
+    n_default: int
+    n_best: int
+    gain: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    label: str = "best"  # which config was compared with the default
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def ratio(self) -> float:
+        return 1 + self.gain
+
+    @property
+    def significant(self) -> bool:
+        """Whether the interval excludes no change (a gain or a loss beyond the noise)."""
+        return self.ci_low > 0 or self.ci_high < 0
+
+    def text(self) -> str:
+        ci = f"{self.confidence:.0%} CI {self.ci_low:+.1%} .. {self.ci_high:+.1%}"
+        if not math.isfinite(self.ci_low) or not math.isfinite(self.ci_high):
+            ci = "no CI: repeat each config at least twice"
+        better = "higher" if self.direction == Direction.MAX else "lower"
+        return (
+            f"{self.metric}: default {self.default_mean:.6g}, {self.label} {self.best_mean:.6g} "
+            f"({better} is better): gain {self.gain:+.1%} ({ci}; n = {self.n_default} + "
+            f"{self.n_best})"
+        )
+
+
+def gain(
+    metric: str,
+    direction: str,
+    default: Sequence[float],
+    best: Sequence[float],
+    confidence: float = 0.9,
+    label: str = "best",
+) -> Gain:
+    """The relative improvement of `best` over `default`: mean ratio - 1 for a maximised
+    metric, default/best - 1 for a minimised one (halving a latency is a 100% gain)."""
+    d, b = summarize(default, confidence), summarize(best, confidence)
+    if d.n == 0 or b.n == 0:
+        raise StortuneError("no successful re-measurement of the default or the best config")
+    r = ratio_ci(default, best, confidence)
+    if direction == Direction.MAX:
+        value, low, high = r.ratio - 1, r.ci_low - 1, r.ci_high - 1
+    else:
+        value = 1 / r.ratio - 1
+        low = 1 / r.ci_high - 1 if r.ci_high > 0 else math.nan
+        high = 1 / r.ci_low - 1 if r.ci_low > 0 else math.inf
+    return Gain(metric, direction, d.mean, b.mean, d.n, b.n, value, low, high, confidence, label)
+
+
+def gains_over(
+    metric: str, direction: str, default: Sequence[float], measured: Mapping[str, list[float]]
+) -> dict[str, Gain]:
+    """Each label's gain over `default`, for the labels that have measurements."""
+    return {
+        label: gain(metric, direction, default, values, label=label)
+        for label, values in measured.items()
+        if values
+    }
+
+
+# ---- the plan --------------------------------------------------------------------------------
+def new_verification(
+    store: Store,
+    tuned: Campaign,
+    target_spec: Mapping[str, Any],
+    configs: Mapping[str, Config],
+    repetitions: int,
+    space: Space,
+) -> Campaign:
+    """Store a verification campaign of `tuned` with one pending trial per label: default and
+    best first, then the compared configs. `space` is the whole space (its default is the one
+    that counts, and `recommend` renders against it)."""
+    missing = [label for label in LABELS if label not in configs]
+    if missing:
+        raise StortuneError(f"re-measuring needs a {' and a '.join(missing)} config")
+    if repetitions < 1:
+        raise StortuneError(f"re-measure each config at least once, not {repetitions} times")
+    labels = [*LABELS, *(label for label in configs if label not in LABELS)]
+    names = {c.name for c in store.campaigns()}
+    settings = {**tuned.settings, "repetitions": repetitions, "of": tuned.name}
+    campaign = store.create_campaign(
+        next(n for n in verify_names(tuned.name) if n not in names),
+        kind=CampaignKind.VERIFY,
+        space_name=tuned.space_name,
+        space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+        target=target_spec,
+        workload=tuned.workload,
+        objective=tuned.objective,
+        settings=settings,
+    )
+    for seq, label in enumerate(labels):
+        store.add_trial(campaign.id, seq, space.validate(configs[label]), {"label": label})
+    return campaign
+
+
+class VerifyPlan(Plan):
+    """Every label once per repetition, in label order, repetition after repetition."""
+
+    def __init__(self, log: CampaignLog, workloads: Sequence[Workload | None], repetitions: int):
+        super().__init__(log, workloads)
+        self.repetitions = repetitions
+
+    def planned_runs(self) -> int:
+        return len(self.log.trials()) * self.repetitions * len(self.workloads)
+
+    def done_runs(self) -> int:
+        return sum(len(finished_slots(t)) for t in self.log.trials())
+
+    def visits(self) -> Generator[Visit, VisitResult, None]:
+        trials = self.log.trials()
+        done = {t.id: finished_slots(t) for t in trials}
+        for rep in range(self.repetitions):
+            for trial in trials:
+                missing = [
+                    w for w in self.workloads if (workload_name(w), rep) not in done[trial.id]
+                ]
+                if missing:
+                    yield Visit(trial, self.slots(rep, missing))
+        for trial in trials:
+            self.log.finish(trial)
+
+
+# ---- reading verifications back ------------------------------------------------------------
+def verify_names(name: str) -> Iterator[str]:
+    """NAME-verify, NAME-verify-2, ...: a resumed campaign is verified again."""
+    yield name + SUFFIX
+    yield from (f"{name}{SUFFIX}-{i}" for i in itertools.count(2))
+
+
+def latest_verification(store: Store, tuned: Campaign) -> Campaign | None:
+    names = {c.name: c for c in store.campaigns() if c.kind == CampaignKind.VERIFY}
+    found = None
+    for name in verify_names(tuned.name):
+        if name not in names:
+            return found
+        found = names[name]
+    return None
+
+
+def label_values(store: Store, verification: Campaign) -> dict[str, list[float]]:
+    """Each label's objective value per repetition (workloads combined; a repetition with a
+    failed workload is left out)."""
+    objective = Objective.from_dict(verification.objective)
+    n_workloads = len(verification.workload.get("workloads", [])) or 1
+    values: dict[str, list[float]] = {}
+    for trial in store.trials(verification.id):
+        label = (trial.info or {}).get("label")
+        if label is None:
+            continue
+        by_rep: dict[int, list[float]] = {}
+        for run in trial.runs:
+            value = objective.value(run.metrics) if run.status == RunStatus.OK else None
+            if value is not None:
+                by_rep.setdefault(run.repetition, []).append(value)
+        values[label] = [combine_workloads(v) for v in by_rep.values() if len(v) == n_workloads]
+    return values
+
+
+def stored_gains(store: Store, tuned: Campaign) -> dict[str, Gain]:
+    """Each re-measured config's gain over the default in the latest verification (best and
+    any config compared with), for the labels measured successfully."""
+    campaign = latest_verification(store, tuned)
+    if campaign is None:
+        return {}
+    values = label_values(store, campaign)
+    default = values.pop("default", [])
+    if not default:
+        return {}
+    objective = Objective.from_dict(campaign.objective)
+    return gains_over(objective.metric, objective.direction, default, values)
+
+
+def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
+    """The gain of a tuned campaign's latest verification, if it has one."""
+    return stored_gains(store, tuned).get("best")
+
+
+def recommended_config(store: Store, tuned: Campaign) -> tuple[Config, str]:
+    """What to recommend from a campaign, and why: the verified best config, else its best
+    trial."""
+    verification = latest_verification(store, tuned)
+    if verification is not None:
+        for trial in store.trials(verification.id):
+            if (trial.info or {}).get("label") == "best":
+                return dict(trial.config), f"verified in {verification.name}"
+    trials = [t for t in store.trials(tuned.id) if not _is_reference(t)]
+    best = best_trial(trials, tuned.direction)
+    if best is None:
+        raise StortuneError(f"campaign {tuned.name!r} has no successful evaluation")
+    ok = sum(t.value is not None for t in trials)
+    return dict(best.config), f"the best of {ok} successful evaluations"
+
+
+def _is_reference(trial: Trial) -> bool:
+    from stortune.measure.reference import is_reference
+
+    return is_reference(trial)

@@ -1,0 +1,189 @@
+"""Ranking parameters before tuning (SAPPHIRE 3.3) and measuring a sample to rank from.
+
+`rank_space` ranks a space's parameters (Carver or Lasso) on every run stored for it, measuring
+a Latin hypercube sample first when the store holds too few configs, and returns the space to
+tune: the top K free, the others pinned at their best known (or default) values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pandas as pd
+
+from stortune.datasets import METRIC_PREFIX, Dataset, from_frame
+from stortune.enums import CampaignKind, Direction
+from stortune.errors import StortuneError
+from stortune.measure.campaigns import Measuring, new_campaign
+from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective
+from stortune.measure.runner import Outcome, RunRules, workload_name
+from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.space import Config, Space
+from stortune.store import Store
+from stortune.targets.base import Target
+from stortune.tuners import make_tuner
+from stortune.tuners.topk import pin, top_k
+from stortune.workflows.reporting import Reporter, run_measuring
+from stortune.workloads.base import Workload
+
+
+class RankMethod(StrEnum):
+    CARVER = "carver"
+    LASSO = "lasso"
+
+
+@dataclass
+class RankOptions:
+    """`tune --rank`: the method, how many parameters to tune, what the others are pinned to
+    (``best`` known values or ``default``), and the sample size (configs)."""
+
+    method: str
+    top_k: int = 5
+    hold: str = "best"
+    budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in tuple(RankMethod):
+            choices = ", ".join(RankMethod)
+            raise StortuneError(f"--rank must be one of {choices}, not {self.method!r}")
+        if self.hold not in ("best", "default"):
+            raise StortuneError(f"--hold must be 'best' or 'default', not {self.hold!r}")
+        if self.top_k < 1:
+            raise StortuneError(f"--top-k must be at least 1, not {self.top_k}")
+        if self.budget is not None and self.budget < 2:
+            raise StortuneError(f"--rank-budget must be at least 2 configs, not {self.budget}")
+
+
+@dataclass
+class Ranking:
+    """The space to tune and how the ranking chose it."""
+
+    space: Space
+    free: list[str]
+    held: Config
+    configs: int
+    method: str
+    warning: str | None = None
+    samples: list[str] = field(default_factory=list)  # campaigns measured for it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "tuned": self.free,
+            "pinned": self.held,
+            "configs": self.configs,
+            "warning": self.warning,
+            "samples": self.samples,
+        }
+
+
+def stored_dataset(store: Store, space: Space, metric: str, direction: str) -> Dataset | None:
+    """Every successful run stored for this space that measured `metric`, as one dataset."""
+    frames = []
+    column = METRIC_PREFIX + metric
+    for campaign in store.campaigns():
+        if campaign.space_name != space.name or campaign.kind == CampaignKind.VERIFY:
+            continue
+        frame = store.runs_frame(campaign.name, include_failed=False)
+        if frame.empty or column not in frame or not set(space.names) <= set(frame.columns):
+            continue
+        frames.append(frame[[*space.names, column]].dropna(subset=[column]))
+    if not frames:
+        return None
+    data = from_frame(pd.concat(frames, ignore_index=True), metrics=[column], source="store")
+    return data.with_metric_direction(metric, direction)
+
+
+def sample_space(
+    store: Store,
+    name: str,
+    space: Space,
+    target: Target,
+    workloads: Sequence[Workload | None],
+    objective: Objective,
+    configs: int,
+    rules: RunRules,
+    reporter: Reporter,
+    seed: int = 0,
+    reference_every: int = 0,
+    repetitions: int = 1,
+) -> Outcome:
+    """Measure a Latin hypercube of `configs` configs (one run each, unless told) as a
+    campaign of kind sample (stored like any other, so it can be ranked again or resumed)."""
+    settings = TuneSettings(
+        budget=configs, repetitions=repetitions, reference_every=reference_every
+    )
+    campaign = new_campaign(
+        store, name, CampaignKind.SAMPLE, space, target, workloads, objective,
+        {**settings.to_dict(), **rules.to_dict()}, tuner="lhs", seed=seed,
+    )  # fmt: skip
+    log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
+    tuner = make_tuner("lhs", space, objective.direction, seed, configs)
+    plan = TunePlan(log, workloads, space, tuner, settings)
+    return run_measuring(Measuring(log, plan, target, rules), reporter, f"sampling {name}")
+
+
+def rank_space(
+    store: Store,
+    space: Space,
+    options: RankOptions,
+    objective: Objective,
+    sample: Callable[[int], str],
+) -> Ranking:
+    """The space to tune (see the module doc). `sample(n)` measures n more configs and
+    returns its campaign's name; it is called when the store has fewer than the sample size
+    (default: max(20, 2 x parameters); Lasso ranks with fewer samples than parameters, as
+    SAPPHIRE did on Ceph)."""
+    from stortune.importance import rank_dataset
+
+    needed = options.budget or max(20, 2 * len(space))
+    dataset = stored_dataset(store, space, objective.metric, objective.direction)
+    have = 0 if dataset is None else len(dataset.aggregated().frame)
+    samples = []
+    if have < needed:
+        samples.append(sample(needed - have))
+        dataset = stored_dataset(store, space, objective.metric, objective.direction)
+    if dataset is None:
+        raise StortuneError("no successful run to rank the parameters with")
+    strategy = "top-n" if options.method == RankMethod.CARVER else None
+    result = rank_dataset(dataset, options.method, objective.metric, strategy, options.top_k)
+    free = top_k(result, options.top_k)
+    means = dataset.aggregated().frame
+    best_row = means.sort_values(
+        objective.metric, ascending=objective.direction == Direction.MIN
+    ).iloc[0]
+    held: Config = {}
+    if options.hold == "best":
+        held = {n: _plain(best_row[n]) for n in space.names if n not in free}
+        held = {n: v for n, v in held.items() if v is not None}
+    return Ranking(
+        pin(space, free, held),
+        free,
+        held,
+        len(means),
+        options.method,
+        thin_ranking_warning(len(means), len(space)),
+        samples,
+    )
+
+
+def thin_ranking_warning(configs: int, parameters: int) -> str | None:
+    """Why a ranking from fewer configs than parameters deserves doubt (measured on Ceph: 18
+    configs for 439 options put monitor timeouts and scrub thresholds in the top 16)."""
+    if configs >= parameters:
+        return None
+    return (
+        f"the ranking saw {configs} configs for {parameters} parameters: beyond the strongest "
+        f"few, its order is mostly noise; a larger --rank-budget makes it worth more"
+    )
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -1,0 +1,236 @@
+"""Tuning, SAPPHIRE's whole workflow on one target: optionally rank the parameters first (on
+the runs stored for the space, sampling more when they are too few), tune the top K with the
+others pinned, then re-measure default, best and any compared config interleaved and state each
+gain with its confidence interval. Several objectives are scalarised (Magpie) and their Pareto
+front is kept. `stortune run` is the same without ranking and verification.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stortune.enums import CampaignKind, Direction, RunStatus
+from stortune.errors import StortuneError
+from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
+from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective, pareto_front
+from stortune.measure.runner import Outcome, RunRules, workload_name
+from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.measure.verify import Gain, latest_verification
+from stortune.space import Config, Space
+from stortune.store import Campaign, Store
+from stortune.targets import make_target
+from stortune.targets.base import Target
+from stortune.tuners import DEFAULT_TUNER, make_tuner
+from stortune.workflows.rank import Ranking, RankOptions, rank_space, sample_space
+from stortune.workflows.reporting import Reporter, Silent, run_measuring
+from stortune.workflows.verify import verify
+from stortune.workloads.base import Workload
+
+
+@dataclass
+class TuneJob:
+    """A new tuning campaign: what to tune, on what, for what, and how."""
+
+    space: Space  # the whole space (ranking may pin part of it)
+    target: Target
+    workloads: list[Workload | None]
+    objective: Objective
+    settings: TuneSettings
+    rules: RunRules = field(default_factory=RunRules)
+    tuner: str = DEFAULT_TUNER
+    seed: int = 0
+    name: str | None = None
+    kind: CampaignKind = CampaignKind.TUNE
+    rank: RankOptions | None = None
+    verify: int = 0  # repetitions of each config when re-measuring (0: skip)
+    compare: dict[str, Config] = field(default_factory=dict)
+    agent: Path | None = None  # ddpg: continue from this saved agent and save it back
+
+    def campaign_name(self) -> str:
+        return self.name or f"{self.space.name}-{self.tuner}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+@dataclass
+class TuneResult:
+    campaign: str
+    outcome: Outcome
+    ranking: Ranking | None = None
+    widened: dict[str, list[float]] = field(default_factory=dict)
+    gains: dict[str, Gain] = field(default_factory=dict)  # "best" first, then compared labels
+    pareto: list[dict[str, Any]] = field(default_factory=list)
+    objective: Objective | None = None
+
+    @property
+    def gain(self) -> Gain | None:
+        return self.gains.get("best")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"campaign": self.campaign, "outcome": self.outcome.to_dict()}
+        if self.ranking is not None:
+            out["ranking"] = self.ranking.to_dict()
+        if self.widened:
+            out["widened"] = self.widened
+        if self.gain is not None:
+            out["gain"] = self.gain.to_dict()
+        out["compared"] = {k: g.to_dict() for k, g in self.gains.items() if k != "best"}
+        if self.objective is not None and self.objective.scalarizer is not None:
+            out["scalarizer"] = self.objective.scalarizer.to_dict()
+            out["pareto"] = self.pareto
+        return out
+
+
+def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -> TuneResult:
+    """Rank (if asked), tune, verify (if asked): a new campaign."""
+    reporter = reporter or Silent()
+    name = job.campaign_name()
+    for workload in job.workloads:
+        job.target.check_workload(workload)
+    ranking = None
+    tuned_space = job.space
+    if job.rank is not None:
+        ranking = _rank(store, job, name, reporter)
+        tuned_space = ranking.space
+    settings = {**job.settings.to_dict(), **job.rules.to_dict()}
+    campaign = new_campaign(
+        store, name, job.kind, tuned_space, job.target, job.workloads, job.objective, settings,
+        tuner=job.tuner, seed=job.seed,
+    )  # fmt: skip
+    log = CampaignLog(store, campaign, [workload_name(w) for w in job.workloads])
+    log.confidence = job.settings.confidence
+    tuner = make_tuner(
+        job.tuner, tuned_space, job.objective.direction, job.seed, job.settings.budget
+    )
+    plan = TunePlan(log, job.workloads, tuned_space, tuner, job.settings)
+    measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)
+    result = _tune(store, measuring, plan, job.agent, reporter)
+    result.ranking = ranking
+    if job.verify > 0:
+        result.gains = _verify(
+            store, measuring, job.space, job.target, job.compare, job.verify, reporter
+        )
+    return result
+
+
+def resume_tuning(
+    store: Store,
+    name: str,
+    *,
+    budget: int | None = None,
+    seconds: float | None = None,
+    space: Space | None = None,
+    compare: Mapping[str, Config] | None = None,
+    verify_repetitions: int = 0,
+    agent: Path | None = None,
+    reporter: Reporter | None = None,
+) -> TuneResult:
+    """Continue a stored tuning campaign where it stopped (a budget may be raised), then
+    verify if asked. The default to compare with is the whole space's: `space`, else the one
+    an earlier verification kept, else the campaign's (pinned) space's."""
+    reporter = reporter or Silent()
+    measuring = open_campaign(store, name, budget=budget, seconds=seconds)
+    if not isinstance(measuring.plan, TunePlan):
+        raise StortuneError(
+            f"campaign {name!r} is a {measuring.campaign.kind}, not a tuning campaign "
+            "(resume it with `stortune resume`)"
+        )
+    result = _tune(store, measuring, measuring.plan, agent, reporter)
+    if verify_repetitions > 0:
+        campaign = measuring.campaign
+        previous = latest_verification(store, campaign)
+        whole = space or (space_of(previous) if previous is not None else measuring.plan.space)
+        target = make_target(campaign.target, whole)  # the tuned one knows only its (pinned) space
+        result.gains = _verify(
+            store, measuring, whole, target, dict(compare or {}), verify_repetitions, reporter
+        )
+    return result
+
+
+def _rank(store: Store, job: TuneJob, name: str, reporter: Reporter) -> Ranking:
+    options = job.rank
+    assert options is not None
+
+    def sample(n: int) -> str:
+        taken = {c.name for c in store.campaigns()}
+        label = f"{name}-rank"
+        label += f"-{len(taken)}" if label in taken else ""
+        sample_space(
+            store, label, job.space, job.target, job.workloads, job.objective, n, job.rules,
+            reporter, seed=job.seed,
+        )  # fmt: skip
+        return label
+
+    ranking = rank_space(store, job.space, options, job.objective, sample)
+    reporter.note(
+        f"{options.method} ranking from {ranking.configs} configs: tuning "
+        f"{', '.join(ranking.free)}; {len(ranking.held)} other parameter(s) pinned "
+        f"({options.hold} values)"
+    )
+    if ranking.warning:
+        reporter.note(f"warning: {ranking.warning}")
+    return ranking
+
+
+def _tune(
+    store: Store, measuring: Measuring, plan: TunePlan, agent: Path | None, reporter: Reporter
+) -> TuneResult:
+    tuner = plan.tuner
+    if agent is not None and hasattr(tuner, "load") and agent.exists():
+        tuner.load(agent)
+    outcome = run_measuring(measuring, reporter, measuring.campaign.name)
+    if agent is not None and hasattr(tuner, "save"):
+        tuner.save(agent)
+    result = TuneResult(measuring.campaign.name, outcome, objective=measuring.log.objective)
+    grown = getattr(getattr(tuner, "bounds", None), "widenings", [])
+    if grown:  # SAPPHIRE's dynamic bounds: where the search left the declared box
+        result.widened = {w.name: [w.low, w.high] for w in grown}
+    if measuring.log.objective.scalarizer is not None:
+        result.pareto = pareto_rows(store, measuring.log.campaign, measuring.log.objective)
+    return result
+
+
+def _verify(
+    store: Store,
+    measuring: Measuring,
+    space: Space,
+    target: Target,
+    compare: Mapping[str, Config],
+    repetitions: int,
+    reporter: Reporter,
+) -> dict[str, Gain]:
+    outcome_best = _best_config(store, measuring.campaign)
+    if outcome_best is None:
+        return {}
+    configs = {"default": space.default_config(), "best": outcome_best, **compare}
+    return verify(store, measuring.campaign, target, configs, repetitions, space, reporter)
+
+
+def _best_config(store: Store, campaign: Campaign) -> Config | None:
+    from stortune.measure.reference import is_reference
+    from stortune.measure.results import best_trial
+
+    trials = [t for t in store.trials(campaign.id) if not is_reference(t)]
+    best = best_trial(trials, campaign.direction)
+    return dict(best.config) if best is not None else None
+
+
+def pareto_rows(store: Store, campaign: Campaign, objective: Objective) -> list[dict[str, Any]]:
+    """The campaign's Pareto-optimal trials (per-trial means of each objective)."""
+    scalarizer = objective.scalarizer
+    if scalarizer is None:
+        return []
+    specs = scalarizer.objectives
+    rows, points = [], []
+    for trial in store.trials(campaign.id):
+        runs = [r for r in trial.runs if r.status == RunStatus.OK]
+        if not runs or any(o.metric not in r.metrics for r in runs for o in specs):
+            continue
+        means = {o.metric: sum(r.metrics[o.metric] for r in runs) / len(runs) for o in specs}
+        rows.append({"seq": trial.seq, "config": trial.config, **means})
+        points.append([means[o.metric] for o in specs])
+    front = pareto_front(points, [Direction(o.direction) for o in specs])
+    return [rows[i] for i in front]
