@@ -77,7 +77,7 @@ def tools(seen: list[list[str]]) -> list[str]:
 
 # ---- without root -----------------------------------------------------------------------------
 def test_registered_and_spec_round_trip(tmp_path: Path) -> None:
-    assert REGISTRY["localfs"] == "stortune.targets.localfs:LocalFsTarget"
+    assert REGISTRY["localfs"] is LocalFsTarget
     target = LocalFsTarget("ext4", image_size="1g", state_dir=tmp_path, memory_limit="2g")
     spec = target.describe()
     again = make_target(spec, target.space)

@@ -58,7 +58,8 @@ def register(app: typer.Typer) -> None:
                 studied = s.validate(parse_assignments(config))
                 target = targets.build(s)
                 workloads = targets.workloads(target)[:1]
-                runtime = max((w.expected_seconds or 0 for w in workloads if w), default=1.0)
+                expected = [w.expected_seconds or 0.0 for w in workloads if w is not None]
+                runtime = targets.runtime or max(expected, default=10.0)
                 per_pair = 2 * sweep_time_estimate(1, runtime)
                 repetitions = max(3, int(seconds // per_pair))
                 rules = RunRules(

@@ -19,21 +19,22 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from stortune.cli.common import console, err_console
+from stortune.cli.common import console
 from stortune.enums import Direction, RunStatus
 from stortune.measure.campaigns import Measuring
 from stortune.measure.runner import Event, EventKind
 
 
 class ConsoleReporter:
-    """A rich progress bar per phase, notes as plain lines; `quiet` shows neither bars nor
-    notes on stdout (notes go to stderr, so `--json` output stays pure)."""
+    """A rich progress bar per phase, notes as plain lines; `quiet` shows neither (`--json`
+    output holds what the notes say)."""
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
 
     def note(self, text: str) -> None:
-        (err_console if self.quiet else console).print(text, highlight=False, soft_wrap=True)
+        if not self.quiet:
+            console.print(text, highlight=False, soft_wrap=True)
 
     @contextmanager
     def measuring(self, label: str, measuring: Measuring) -> Iterator[Callable[[Event], None]]:

@@ -160,8 +160,10 @@ class Target(ABC):
         return {"kind": self.kind, **self.settings.to_spec()}
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], space: Space | None) -> Self:
-        return cls(space, cls.Settings.from_spec(spec, cls.kind))
+    def from_spec(cls, spec: Mapping[str, Any], space: Space | None = None) -> Self:
+        """The target a spec describes; without a space, the bundled one the spec names."""
+        named = spec.get("space") if isinstance(spec.get("space"), str) else None
+        return cls(space or named, cls.Settings.from_spec(spec, cls.kind))
 
     # ---- life cycle -------------------------------------------------------------------------
     def preflight(self) -> None:  # noqa: B027 - optional hook
