@@ -25,15 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stortune.sweep import Sweep, SweepSettings
-
-from stortune.cli.common import sigterm_as_interrupt
 from stortune.measure.noise import repetitions_needed
 from stortune.measure.reference import campaign_relative, is_reference
+from stortune.measure.runner import RunRules
 from stortune.space import load_space
 from stortune.stats import summarize
 from stortune.store import Store
 from stortune.targets.localfs import LocalFsTarget
+from stortune.workflows.sweep import noise_study
 from stortune.workloads.fio import FioWorkload
 
 RESULTS = Path(__file__).parent / "results" / "noise.json"
@@ -133,26 +132,23 @@ def measure(args: argparse.Namespace, load_from: float, load_to: float) -> Path:
     work = Path(tempfile.mkdtemp(prefix="stortune-noise-"))
     stop = threading.Event()
     loader = threading.Thread(target=background_load, args=(stop, load_from, load_to, work))
-    with sigterm_as_interrupt(), Store(str(work / "noise.db")) as db:
-        sweep = Sweep.start(
-            db,
-            "noise",
-            space,
-            LocalFsTarget(space, image_size="4g", memory_limit=args.memory_limit),
-            [FioWorkload(args.workload, runtime=args.runtime)],
-            METRIC,
-            "max",
-            [space.default_config()],
-            SweepSettings(
-                repetitions=pairs,
-                timeout=args.runtime * 10 + 120,
-                reference_every=1,
-                check_disturbance=True,
-            ),
-        )
+    with Store(str(work / "noise.db")) as db:
         loader.start()
         try:
-            sweep.run()
+            noise_study(
+                db,
+                space,
+                LocalFsTarget(space, image_size="4g", memory_limit=args.memory_limit),
+                [FioWorkload(args.workload, runtime=args.runtime)],
+                METRIC,
+                space.default_config(),
+                pairs,
+                # runs the load spoils are redone once it has passed (never given up on)
+                RunRules(
+                    timeout=args.runtime * 10 + 120, check_disturbance=True, busy_wait=seconds
+                ),
+                name="noise",
+            )
         finally:
             stop.set()
             loader.join()

@@ -84,9 +84,9 @@ def load(spec: str):
     frame = full.frame.dropna(subset=[metric]).reset_index(drop=True)
     dataset = Dataset(frame, full.params, [metric], full.directions, full.source)
     space = space_from_dataset(dataset)
-    exact = TableTarget(dataset, space)
+    exact = TableTarget.of(dataset, space)
     full_grid = len(exact.configs()) == space.raw_grid_size(levels=10**9)
-    target = exact if full_grid else TableTarget(dataset, space, nearest=True)
+    target = exact if full_grid else TableTarget.of(dataset, space, nearest=True)
     return target, space, dataset.metrics[0], dataset.direction(), not full_grid
 
 

@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import tune
 
 from stortune.measure.disturbance import Limits, Probe, judge, other_benchmarks
@@ -80,3 +79,81 @@ def test_a_run_disturbed_by_competing_io_is_redone(store: Store, tmp_path: Path)
     assert len(attempts) == 1 and "dd" in attempts[0]["reason"]
     assert first.status == "ok" and second.status == "ok"
     assert "disturbed_attempts" not in second.info
+
+
+def competitor(tmp_path: Path, seconds: float) -> Path:
+    """A process named fio that is not ours (its shell parent exits at once), for `seconds`."""
+    fake = tmp_path / "fio"
+    shutil.copy("/bin/sleep", fake)
+    subprocess.run(["sh", "-c", f"{fake} {seconds} >/dev/null 2>&1 </dev/null &"], check=True)
+    return fake
+
+
+def quick_target(tmp_path: Path) -> CommandTarget:
+    script = tmp_path / "q.py"
+    script.write_text("import json, time\ntime.sleep(0.3)\nprint(json.dumps({'score': 1.0}))\n")
+    return CommandTarget(command=[sys.executable, str(script), "{x}"])
+
+
+SPACE = "name: s\nparameters:\n  x: {type: int, low: 1, high: 4, default: 1}\n"
+
+
+def test_a_busy_machine_is_waited_out_without_spending_the_budget(
+    store: Store, tmp_path: Path
+) -> None:
+    if other_benchmarks():
+        pytest.skip(f"the machine is busy with other benchmarks: {other_benchmarks()[:2]}")
+    waits = []
+
+    def seen(event: object) -> None:
+        if getattr(event, "kind", "") == "wait":
+            waits.append(event)
+
+    competitor(tmp_path, 4)
+    rules = RunRules(check_disturbance=True, settle_seconds=1.0, max_other_cpu=64, busy_wait=60)
+    space = parse_space(SPACE)
+    outcome = tune(
+        store, "w", space, quick_target(tmp_path), budget=2, repetitions=1, rules=rules,
+        on_event=seen,
+    ).outcome  # fmt: skip
+    trials = store.trials(store.campaign("w").id)
+    assert outcome.evaluations == 2 and outcome.runs_ok == 2 and outcome.runs_disturbed == 0
+    first = trials[0].runs[0]
+    assert "another benchmark was running" in first.info["disturbed_attempts"][0]["reason"]
+    assert outcome.waited_seconds >= 2.0  # waited for the competitor to end ...
+    busy = [w for w in waits if "machine busy" in w.message]
+    assert busy and all(w.seconds_left <= 60 for w in busy)  # ... counting down from the limit
+    assert store.campaign("w").status == "finished"
+
+
+def test_a_machine_that_stays_busy_stops_the_campaign_resumable(tmp_path: Path) -> None:
+    if other_benchmarks():
+        pytest.skip(f"the machine is busy with other benchmarks: {other_benchmarks()[:2]}")
+    from conftest import STORTUNE
+
+    fake = competitor(tmp_path, 60)
+    (tmp_path / "s.yaml").write_text(SPACE)
+    script = tmp_path / "q.py"
+    script.write_text("import json, sys\nprint(json.dumps({'score': float(sys.argv[1])}))\n")
+    db = tmp_path / "b.db"
+    try:
+        result = subprocess.run(
+            [
+                *STORTUNE, "run", "--space", str(tmp_path / "s.yaml"), "--command",
+                f"{sys.executable} {script} {{x}}", "-o", "score:max", "--budget", "3", "-r",
+                "1", "--check-disturbance", "--busy-wait", "3", "--reference-every", "0",
+                "--store", str(db), "--name", "busy", "-q",
+            ],  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["pkill", "-f", str(fake)], check=False)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert "none of its 1 evaluations succeeded" in last
+    assert "the machine stayed busy (another benchmark" in last and "fio" in last
+    with Store(str(db)) as s:
+        assert s.campaign("busy").status == "interrupted"  # `stortune resume busy` goes on
+        assert len(s.trials(s.campaign("busy").id)) == 1  # the budget was not burnt

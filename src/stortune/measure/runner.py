@@ -308,15 +308,15 @@ class Runner:
 
     # ---- one run, disturbance and the busy machine ---------------------------------------------
     def _measure(self, slot: Slot) -> Measurement:
-        """One run; with disturbance checks, redone after a quiet spell until undisturbed (or
-        the machine stays busy: MachineBusy). Never raises for the benchmark's own failure."""
+        """One run; with disturbance checks, a disturbed run is redone once the machine is
+        quiet again (MachineBusy when it stays busy), at most `retries` times, then kept as a
+        placeholder. Never raises for the benchmark's own failure."""
         limits = self._limits()
         attempts: list[dict[str, Any]] = []
         while True:
             timeout = self._run_timeout(slot.workload)
             if limits is None:
                 return self._timed(slot, timeout)
-            self._wait_for_quiet(limits)
             before = disturbance.probe()
             measurement = self._timed(slot, timeout)
             reason = disturbance.judge(before, disturbance.probe(), measurement.metrics, limits)
@@ -328,13 +328,13 @@ class Runner:
             attempts.append({"reason": reason, "metrics": measurement.metrics})
             self._busy_reason = reason
             if len(attempts) > limits.retries:
-                # Still spoilt after waiting for quiet each time: keep it as a placeholder
-                # (the slot stays open for a later pass or a --resume) and go on.
+                # Still spoilt although the machine looked quiet before each try: keep it as a
+                # placeholder (the slot stays open for a later pass or a --resume) and go on.
                 measurement.info["disturbed_attempts"] = attempts[:-1]
                 if measurement.ok:
                     measurement.status, measurement.error = RunStatus.DISTURBED, reason
                 return measurement
-            self._pause(limits.settle_seconds, f"run disturbed: {reason}")
+            self._wait_for_quiet(limits, reason)
 
     def _timed(self, slot: Slot, timeout: float | None) -> Measurement:
         started = time.monotonic()
@@ -350,34 +350,27 @@ class Runner:
             other_cpu_cores=self.rules.max_other_cpu, settle_seconds=self.rules.settle_seconds
         )
 
-    def _wait_for_quiet(self, limits: disturbance.Limits) -> None:
-        """Before a run: while another benchmark runs or others use the CPU, wait (counting
-        down); MachineBusy when `busy_wait` passes first."""
-        reason = disturbance.busy_now(limits)
-        if reason is None:
-            return
-        self._busy_reason = reason
+    def _wait_for_quiet(self, limits: disturbance.Limits, reason: str) -> None:
+        """After a disturbed run: pause `settle_seconds`, then wait, counting down, while
+        another benchmark runs or others use the CPU; MachineBusy when `busy_wait` passes
+        first. The budget is not spent meanwhile: the same slot is measured again."""
         waited_from = time.monotonic()
         limit = waited_from + self.rules.busy_wait
-        while reason is not None:
+        self._pause(limits.settle_seconds, f"run disturbed: {reason}")
+        while (busy := disturbance.busy_now(limits)) is not None:
+            self._busy_reason = busy
             left = limit - time.monotonic()
             if left <= 0:
                 self._waited += time.monotonic() - waited_from
-                raise MachineBusy(reason)
-            self.on_event(
-                Event(EventKind.WAIT, message=f"machine busy: {reason}", seconds_left=left)
-            )
+                raise MachineBusy(busy)
+            self.on_event(Event(EventKind.WAIT, message=f"machine busy: {busy}", seconds_left=left))
             self._sleep(min(limits.settle_seconds, left))
-            reason = disturbance.busy_now(limits)
-            if reason is not None:
-                self._busy_reason = reason
         self._waited += time.monotonic() - waited_from
-        self.on_event(Event(EventKind.WAIT, message="machine quiet again", seconds_left=0.0))
+        self.on_event(Event(EventKind.WAIT, message="machine quiet: measuring again"))
 
     def _pause(self, seconds: float, why: str) -> None:
         self.on_event(Event(EventKind.WAIT, message=why, seconds_left=seconds))
         self._sleep(seconds)
-        self._waited += seconds
 
     def _sleep(self, seconds: float) -> None:
         if self._deadline is not None and time.monotonic() + seconds > self._deadline:
