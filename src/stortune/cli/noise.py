@@ -6,12 +6,13 @@ from pathlib import Path
 
 import typer
 
+from stortune import plots as figures
 from stortune.cli import targets as target_options
 from stortune.cli.common import StoreOption, console, parse_assignments, print_json
 from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.noise import analyse, plot_drift
+from stortune.measure.noise import analyse
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import sweep_time_estimate
@@ -72,7 +73,11 @@ def register(app: typer.Typer) -> None:
                     db, s, target, workloads, metric, studied, repetitions, rules, reporter
                 )
             report = analyse(db, db.campaign(name), target_ci)
-        paths = plot_drift(report, plots) if plots else []
+        paths = (
+            figures.render.save(figures.noise.drift(report), plots / f"{report.campaign}-drift")
+            if plots
+            else []
+        )
         if json_out:
             print_json({**report.to_dict(), "plots": [str(p) for p in paths]})
             return

@@ -114,9 +114,10 @@ def register(app: typer.Typer) -> None:
         campaign = store_profile(store, name, profile)
         written = [path]
         if plot:
-            from stortune.profile.plots import plot_profile
+            from stortune.plots import profile as figures
+            from stortune.plots.render import save
 
-            written += plot_profile(profile, path.with_suffix(""))
+            written += save(figures.access_times(profile), path.with_suffix(""))
         if json_out:
             print_json(profile | {"files": [str(p) for p in written]})
             return
@@ -143,9 +144,10 @@ def register(app: typer.Typer) -> None:
         result = compare_profiles(est, ref)
         written = []
         if plot:
-            from stortune.profile.plots import plot_compare
+            from stortune.plots import profile as figures
+            from stortune.plots.render import save
 
-            written = plot_compare(est, ref, plot)
+            written = save(figures.compare(est, ref), plot)
         if json_out:
             print_json(result | {"files": [str(p) for p in written]})
             return

@@ -46,29 +46,35 @@ def write_plots(
     dataset: Dataset, result: CarverResult | LassoResult, directory: str | Path
 ) -> list[Path]:
     """The figures for one ranking (PNG and SVG each) in `directory`."""
-    from stortune.importance import plots  # matplotlib only when figures are asked for
+    # matplotlib only when figures are asked for
+    from stortune.importance.carver import fixed_sets
+    from stortune.importance.plots import boxplot_groups
+    from stortune.plots import importance as figures
+    from stortune.plots.render import save
+    from stortune.plots.style import lower_is_better
 
     out = Path(directory)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RankError(f"{out}: cannot create the plot directory: {exc.strerror}") from None
+    metric, direction = result.metric, result.direction
     if isinstance(result, LassoResult):
         leading = result.ranking[:PLOT_PARAMS]
-        written = plots.plot_lasso_path(result, out / "lasso-path")
+        fig = figures.lasso_path(
+            result.alphas, result.path, result.column_param, result.ranking, result.alpha_cv, metric
+        )
+        written = save(fig, out / "lasso-path")
     else:
         leading = _leading_carver(result) or result.params[:PLOT_PARAMS]
-        written = plots.plot_steps(result, out / "carver-steps")
-        written += plots.plot_fixed_sets(
-            dataset,
-            out / "fixed-sets",
-            leading[:FIXED_SET_PARAMS],
-            metric=result.metric,
-            bins=result.bins,
-        )
+        fig = figures.carver_steps(result.steps, metric, direction, result.stop)
+        written = save(fig, out / "carver-steps")
+        sets = fixed_sets(dataset, leading[:FIXED_SET_PARAMS], metric=metric, bins=result.bins)
+        written += save(figures.fixed_sets(sets, metric, direction), out / "fixed-sets")
     bins = result.bins if isinstance(result, CarverResult) else DEFAULT_BINS
-    written += plots.plot_boxplots(dataset, out / "boxplots", leading, result.metric, bins)
-    return written
+    name, groups = boxplot_groups(dataset, leading, metric, bins)
+    fig = figures.boxplots(groups, name + lower_is_better(dataset.direction(name)))
+    return written + save(fig, out / "boxplots")
 
 
 def _leading_carver(result: CarverResult) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from stortune.enums import RunStatus
 from stortune.measure.reference import campaign_relative, is_reference
@@ -72,32 +71,3 @@ def analyse(store: Store, campaign: Campaign, target: float = 0.05) -> NoiseRepo
         target,
         drift,
     )
-
-
-def plot_drift(report: NoiseReport, directory: Path) -> list[Path]:
-    """Raw values and values relative to the reference over time (PNG and SVG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    times = [t for t, _, _ in report.drift]
-    top.plot(times, [v for _, v, _ in report.drift], "o-", color="#369")
-    top.set_ylabel(f"{report.metric} (raw)")
-    top.set_title(
-        f"{report.campaign}: raw RSD {report.raw_rsd:.1%}, "
-        f"normalised RSD {report.normalised_rsd:.1%}"
-    )
-    rel = [(t, n) for t, _, n in report.drift if n is not None]
-    bottom.plot([t for t, _ in rel], [n for _, n in rel], "o-", color="#c60")
-    bottom.set_ylabel("relative to reference")
-    bottom.set_xlabel("seconds since the first run")
-    for ax in (top, bottom):
-        ax.grid(alpha=0.3)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"{report.campaign}-drift.{ext}" for ext in ("png", "svg")]
-    for path in paths:
-        fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
-    return paths
