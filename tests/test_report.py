@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import conftest
+import pandas as pd
 import pytest
 import typer
 from markupsafe import escape
@@ -22,13 +22,13 @@ from typer.testing import CliRunner
 
 from stortune.cli import report as report_cli
 from stortune.datasets import from_frame
+from stortune.measure import runner as measure_runner
 from stortune.report import write_report
 from stortune.report.headline import metric_word
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
 from stortune.targets.table import TableTarget
-from stortune.measure import runner as measure_runner
 
 SPACE = """\
 name: grid
@@ -91,9 +91,7 @@ def grid_target() -> TableTarget:
     return TableTarget.of(dataset, parse_space(SPACE))
 
 
-def tune(
-    store: Store, name: str, tuner: str = "random", budget: int = 16, verify: int = 0
-) -> Any:
+def tune(store: Store, name: str, tuner: str = "random", budget: int = 16, verify: int = 0) -> Any:
     space = parse_space(SPACE)
     return conftest.tune(
         store, name, space, grid_target(), "thr:max", tuner=tuner, seed=3, budget=budget,
@@ -377,14 +375,15 @@ def test_cli_prints_path_and_headline(tuned: Store, tmp_path: Path) -> None:
 
 
 def test_many_runs_are_drawn_as_an_image_inside_the_svg() -> None:
-    from stortune.report import plots
+    from stortune.plots import runs as plots
+    from stortune.plots.render import to_svg
 
     runs = [
         {"started_at": float(i), "status": "ok", "workload": "w", "value": i % 7}
         for i in range(plots.RASTER_POINTS + 10)
     ]
     runs[5]["status"], runs[5]["value"] = "disturbed", None
-    svg = plots.runs_over_time(runs, "thr")
+    svg = to_svg(plots.runs_over_time(runs, "thr"))
     assert svg.startswith("<svg") and re.search(r"data:image/png;base64,\s*iVBOR", svg)
     assert "http" not in svg and "disturbed (1)" in svg
     assert "time since the first run (min)" in svg
@@ -400,6 +399,7 @@ def test_metric_words() -> None:
 def test_sweep_headline_counts_runs_not_finished_configs(tmp_path: Path) -> None:
     """A sweep's configs finish only with their last repetition: its headline counts runs."""
     from stortune.sampling import sample
+
     space = parse_space(SPACE)
     configs = sample(space, "lhs", 12, seed=1).configs
     with Store(str(tmp_path / "sw.db")) as store:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
+from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.measure.reference import is_reference
 from stortune.measure.sweeping import planned_runs
 from stortune.report.context import Context
-from stortune.report.sections import best_trial, default_value
 
 WORDS = (
     (("bw", "mbs", "thr", "bandwidth"), "throughput"),
@@ -32,25 +32,26 @@ def subject(ctx: Context) -> str:
         return ctx.subject
     names = [w.get("name") or w.get("job") for w in ctx.campaign.workload.get("workloads", [])]
     who = "+".join(n for n in names if n) or ctx.campaign.name
-    best = best_trial(ctx)
+    best = ctx.findings.best
     where = (best.config.get("fs") if best else None) or ctx.campaign.space_name
     return f"{who} on {where}"
 
 
 def headline(ctx: Context) -> str:
-    """Needs the sections built first (the top parameters come from the importance section)."""
+    """The line for `ctx`: its subject, then the gain (re-measured, else from the evaluations),
+    how many evaluations (a sweep: how many runs) and the top parameters."""
     c = ctx.campaign
     n = sum(not is_reference(t) for t in ctx.trials)
     head = subject(ctx)
     if not ctx.trials:
         return f"{head}: no evaluations yet"
-    if c.kind == "sweep":
+    if c.kind == CampaignKind.SWEEP:
         return f"{head}: " + ", ".join([sweep_progress(ctx, n), *top_parameters(ctx)])
     if not ctx.ok_trials:
         return f"{head}: none of {n} evaluations succeeded"
     word = metric_word(c.metric)
     parts = []
-    gain = ctx.gain
+    gain = ctx.findings.gain
     if gain is not None:
         text = _times(1 + gain.gain, word, c.direction)
         low, high = 1 + gain.ci_low, 1 + gain.ci_high
@@ -58,9 +59,9 @@ def headline(ctx: Context) -> str:
             text += f" ({gain.confidence:.0%} CI {low:.2f}-{high:.2f})"
         parts.append(text)
     else:
-        best, default = best_trial(ctx), default_value(ctx)
+        best, default = ctx.findings.best, ctx.findings.default_value
         if best is not None and default and best.value:
-            ratio = best.value / default if c.direction == "max" else default / best.value
+            ratio = best.value / default if c.direction == Direction.MAX else default / best.value
             parts.append(_times(ratio, word, c.direction) + " (not re-measured)")
         elif best is not None:
             parts.append(f"best {c.metric} {best.value:.4g}")
@@ -70,20 +71,19 @@ def headline(ctx: Context) -> str:
 
 
 def top_parameters(ctx: Context) -> list[str]:
-    top = ctx.cache.get("top") or []
+    top = ctx.findings.top
     return ["top parameters: " + ", ".join(top[:3])] if top else []
 
 
 def sweep_progress(ctx: Context, configs: int) -> str:
     """A sweep's trials finish only with their last repetition: count its runs instead."""
     design = [t for t in ctx.trials if not is_reference(t)]
-    ok = sum(r.status == "ok" for t in design for r in t.runs)
+    ok = sum(r.status == RunStatus.OK for t in design for r in t.runs)
     planned = planned_runs(ctx.campaign, configs)
-    done = "finished" if ctx.campaign.status == "finished" else ctx.campaign.status
-    return f"sweep of {configs} configs ({done}), {ok} of {planned} runs measured"
+    return f"sweep of {configs} configs ({ctx.campaign.status}), {ok} of {planned} runs measured"
 
 
 def _times(ratio: float, word: str, direction: str) -> str:
-    if direction == "max":
+    if direction == Direction.MAX:
         return f"{ratio:.2f}x {word} over default"
     return f"{ratio:.2f}x lower {word} than default"

@@ -1,30 +1,35 @@
 """The report's sections, one builder each: `Context` in, one `Section` out.
 
-A section with nothing to show carries the sentence saying why (`missing`) instead of failing:
-a campaign with no runs, with only failed runs, without an analysis table or a verification is
-still worth a page. `build_sections` also turns an unexpected error inside one builder into
-such a sentence, so one broken analysis never costs the reader the rest of the page.
+Builders only arrange what `stortune.findings` derived (and the context loaded) into sentences,
+tables and figures; they compute nothing of their own. A section with nothing to show carries
+the sentence saying why (`missing`) instead of failing: a campaign with no runs, with only
+failed runs, without an analysis table or a verification is still worth a page.
+`build_sections` also turns an unexpected error inside one builder, or inside the analysis it
+shows (`Findings.errors`), into such a sentence, so one broken analysis never costs the reader
+the rest of the page.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from stortune.enums import CampaignKind, Direction, RunStatus, TrialStatus
+from stortune.findings import Analysis, Findings, source_of
 from stortune.measure.reference import is_reference
-from stortune.report import plots
-from stortune.report.context import MIN_CONFIGS, Context
-from stortune.store import Trial
+from stortune.plots import importance as importance_plots
+from stortune.plots import models as model_plots
+from stortune.plots import profile as profile_plots
+from stortune.plots.render import to_svg
+from stortune.plots.runs import runs_over_time
+from stortune.plots.tuning import tuning_curves
+from stortune.report.context import Context
 
 MAX_TRIAL_ROWS = 200
-MAX_SIBLINGS = 5
-MODEL_TECHNIQUES = ("linear", "cart", "m5")
-MODEL_FOLDS = 5
 CARVER_STOP = {
     "rsd": "the best cell's RSD fell below the threshold",
     "top-n": "the requested number of parameters was reached",
@@ -97,10 +102,6 @@ def _when(timestamp: float | None) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def source_of(trial: Trial) -> str:
-    return str((trial.info or {}).get("source") or (trial.info or {}).get("label") or "tuner")
-
-
 def changes(config: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
     """The parameters of `config` that differ from the default config."""
     return {k: v for k, v in config.items() if k in default and default[k] != v}
@@ -110,22 +111,17 @@ def _default_config(ctx: Context) -> dict[str, Any]:
     return ctx.space.default_config() if ctx.space is not None else {}
 
 
-def best_trial(ctx: Context) -> Trial | None:
-    """The best successful evaluation in the objective's direction."""
-    ok = ctx.ok_trials
-    if not ok:
-        return None
-    sign = 1 if ctx.campaign.direction == "max" else -1
-    return max(ok, key=lambda t: sign * t.value)
+def _part(ctx: Context, part: str) -> Findings:
+    """The findings, once it is sure the analysis behind `part` did not break; if it did, its
+    error is raised here for `build_sections` to show as that section's reason."""
+    error = ctx.findings.errors.get(part)
+    if error is not None:
+        raise error
+    return ctx.findings
 
 
-def default_value(ctx: Context) -> float | None:
-    return next((t.value for t in ctx.trials if source_of(t) == "default"), None)
-
-
-def tuner_values(trials: Sequence[Trial]) -> list[float | None]:
-    """Each evaluation's value in order; reference-config trials are not evaluations."""
-    return [t.value for t in trials if not is_reference(t)]
+def _better(direction: str) -> str:
+    return "higher" if direction == Direction.MAX else "lower"
 
 
 # ---- sections -----------------------------------------------------------------------------
@@ -140,7 +136,7 @@ def environment_section(ctx: Context) -> Section:
         ["campaign", f"{c.name} (kind {c.kind}, {c.status})"],
         ["target", _target_text(c.target)],
         ["workloads", ", ".join(workloads) or "the target's own (no separate workload)"],
-        ["objective", f"{c.metric} ({'higher' if c.direction == 'max' else 'lower'} is better)"],
+        ["objective", f"{c.metric} ({_better(c.direction)} is better)"],
         ["tuner", f"{c.tuner} (seed {c.seed})" if c.tuner else "-"],
         ["space", c.space_name],
         ["evaluations", str(len(ctx.trials))],
@@ -148,10 +144,11 @@ def environment_section(ctx: Context) -> Section:
         ["started", _when(c.created_at)],
         ["last update", _when(c.updated_at)],
     ]
-    if ctx.analysis is not None:
+    analysis = ctx.findings.analysis
+    if analysis is not None:
         from stortune.sources import describe_metric
 
-        rows.append(["analysed", f"{describe_metric(ctx.analysis.metric)}"])
+        rows.append(["analysed", f"{describe_metric(analysis.metric)}"])
     section.tables.append(Table(["", ""], rows, "campaign"))
     envs = ctx.store.environments(c.id)
     if envs:
@@ -201,7 +198,7 @@ def space_section(ctx: Context) -> Section:
     if ctx.space is None:
         return Section("space", "The space", missing=ctx.space_note)
     space = ctx.space
-    best = best_trial(ctx)
+    best = ctx.findings.best
     section = Section("space", f"The space: {space.name}")
     rows = [
         [
@@ -242,8 +239,8 @@ def runs_section(ctx: Context) -> Section:
     if not runs:
         section.missing = "The campaign has no runs yet: nothing was measured."
         return section
-    ok = sum(r["status"] == "ok" for r in runs)
-    disturbed = sum(r["status"] == "disturbed" for r in runs)
+    ok = sum(r["status"] == RunStatus.OK for r in runs)
+    disturbed = sum(r["status"] == RunStatus.DISTURBED for r in runs)
     failed = len(runs) - ok - disturbed
     section.text.append(
         f"{len(runs)} runs: {ok} ok, {failed} failed, {disturbed} disturbed (redone and still "
@@ -254,18 +251,18 @@ def runs_section(ctx: Context) -> Section:
             "No run succeeded, so no analysis below has data; the errors are listed here."
         )
     if len({r["started_at"] for r in runs}) > 1:
-        svg = plots.runs_over_time(runs, metric)
+        svg = to_svg(runs_over_time(runs, metric))
         section.plots.append(Plot("plot-runs", f"{metric} of each run against time", svg))
     else:
         section.text.append("The runs carry no measurement times (an imported dataset): no plot.")
     errors: dict[str, int] = {}
     for t in ctx.trials:
         for r in t.runs:
-            if r.status != "ok":
+            if r.status != RunStatus.OK:
                 text = (r.error or r.status).strip().splitlines()
                 key = (text[-1] if text else r.status)[:160]
                 errors[key] = errors.get(key, 0) + 1
-        if t.status != "ok" and not t.runs and t.error:
+        if t.status != TrialStatus.OK and not t.runs and t.error:
             errors[t.error[:160]] = errors.get(t.error[:160], 0) + 1
     if errors:
         top = sorted(errors.items(), key=lambda kv: -kv[1])[:8]
@@ -278,32 +275,19 @@ def runs_section(ctx: Context) -> Section:
 
 def importance_section(ctx: Context) -> Section:
     """Carver's greedy steps beside the Lasso path, from the campaign's own runs."""
-    from stortune.errors import StortuneError
-    from stortune.importance.carver import rank_carver
-    from stortune.importance.lasso import rank_lasso
-
+    found, analysis = _part(ctx, "importance").importance, ctx.findings.analysis
     section = Section("importance", "Which parameters matter", columns=True)
-    analysis = ctx.analysis
-    if analysis is None:
-        section.missing = f"No importance analysis: {ctx.analysis_note}"
+    if found.missing or analysis is None:
+        section.missing = f"No importance analysis: {found.missing}"
         return section
-    n = analysis.n_configs
-    if n < MIN_CONFIGS:
-        section.missing = (
-            f"No importance analysis: only {n} distinct configs were measured successfully, "
-            f"and ranking needs at least {MIN_CONFIGS} (sweep or tune with a larger budget)."
-        )
-        return section
-    dataset, metric = analysis.dataset, analysis.metric
     section.text.append(
-        f"{n} distinct configs of workload {analysis.workload or '-'}, metric {metric} "
-        "(repetitions averaged)." + _other_workloads(analysis)
+        f"{analysis.n_configs} distinct configs of workload {analysis.workload or '-'}, metric "
+        f"{analysis.metric} (repetitions averaged)." + _other_workloads(analysis)
     )
-    top: list[str] = []
-    try:
-        carver = rank_carver(dataset, metric)
-    except (StortuneError, ValueError) as exc:
-        section.text.append(f"Carver could not rank these runs: {exc}")
+    direction = ctx.campaign.direction
+    carver, lasso = found.carver, found.lasso
+    if carver is None:
+        section.text.append(f"Carver could not rank these runs: {found.carver_error}")
     else:
         rows = [
             [
@@ -324,15 +308,11 @@ def importance_section(ctx: Context) -> Section:
             stop = "the metric's RSD is already below the threshold: no parameter stands out"
         section.text.append(f"Carver stopped after {len(carver.steps)} step(s): {stop}.")
         if carver.steps:
-            section.plots.append(
-                Plot("plot-carver", "Carver: PI/CPI at each step", plots.carver_steps(carver.steps))
-            )
-        top = carver.selected
+            fig = importance_plots.carver_steps(carver.steps, analysis.metric, direction)
+            section.plots.append(Plot("plot-carver", "Carver: PI/CPI at each step", to_svg(fig)))
         section.data["carver"] = carver.selected
-    try:
-        lasso = rank_lasso(dataset, metric)
-    except (StortuneError, ValueError) as exc:
-        section.text.append(f"Lasso could not rank these runs: {exc}")
+    if lasso is None:
+        section.text.append(f"Lasso could not rank these runs: {found.lasso_error}")
     else:
         rows = [
             [
@@ -345,24 +325,21 @@ def importance_section(ctx: Context) -> Section:
         ]
         columns = ["#", "parameter", "enters at alpha", "|coef| at CV alpha"]
         section.tables.append(Table(columns, rows, "Lasso: order of entry"))
-        section.plots.append(
-            Plot(
-                "plot-lasso",
-                "Lasso coefficient paths",
-                plots.lasso_path(
-                    lasso.alphas, lasso.path, lasso.column_param, lasso.ranking, lasso.alpha_cv
-                ),
-            )
+        fig = importance_plots.lasso_path(
+            lasso.alphas,
+            lasso.path,
+            lasso.column_param,
+            lasso.ranking,
+            lasso.alpha_cv,
+            analysis.metric,
         )
-        entered = [p for p in lasso.ranking if lasso.entry_alpha[p] is not None]
-        top = top or entered[:3]
+        section.plots.append(Plot("plot-lasso", "Lasso coefficient paths", to_svg(fig)))
         section.data["lasso"] = lasso.ranking[:10]
-    ctx.cache["top"] = top
     return section
 
 
-def _other_workloads(analysis: Any) -> str:
-    others = [w for w in analysis.workloads if w != analysis.workload]
+def _other_workloads(analysis: Analysis) -> str:
+    others = analysis.other_workloads
     if not others:
         return ""
     return f" The campaign also ran {', '.join(others)}: choose with `--workload`."
@@ -380,24 +357,28 @@ def tuning_section(ctx: Context) -> Section:
             f"None of the {len(ctx.trials)} evaluations succeeded: there is no curve to draw."
         )
         return section
-    if c.kind == "dataset":
+    if c.kind == CampaignKind.DATASET:
         section.missing = (
             "An imported dataset was not tuned: its configs have no order of evaluation, so "
             "there is no tuning curve."
         )
         return section
-    mine = tuner_values(ctx.trials)
-    curves = {f"{c.name} ({c.tuner or c.kind})": mine}
-    rows = [_curve_row(c.name, c.tuner or c.kind, mine, c.direction)]
-    for other in siblings(ctx):
-        values = tuner_values(ctx.store.trials(other.id))
-        if any(v is not None for v in values):
-            curves[f"{other.name} ({other.tuner})"] = values
-            rows.append(_curve_row(other.name, other.tuner, values, c.direction))
-    remeasured = (ctx.gain.default_mean, ctx.gain.best_mean) if ctx.gain else None
-    failed = [i for i, v in enumerate(mine) if v is None]
-    svg = plots.tuning_curves(curves, c.direction, c.metric, default_value(ctx), remeasured, failed)
-    section.plots.append(Plot("plot-tuning", "best so far against evaluations", svg))
+    found = _part(ctx, "tuning")
+    curves, gain = found.curves, found.gain
+    remeasured = (gain.default_mean, gain.best_mean) if gain else None
+    fig = tuning_curves(
+        {f"{cv.campaign} ({cv.tuner})": (cv.values, cv.best) for cv in curves},
+        c.direction,
+        c.metric,
+        found.default_value,
+        remeasured,
+        curves[0].failed,
+    )
+    section.plots.append(Plot("plot-tuning", "best so far against evaluations", to_svg(fig)))
+    rows = [
+        [cv.campaign, cv.tuner, str(len(cv.values)), fmt(cv.final), fmt(cv.reached)]
+        for cv in curves
+    ]
     columns = ["campaign", "tuner", "evaluations", "best", "first reached at"]
     section.tables.append(Table(columns, rows))
     if len(curves) > 1:
@@ -405,47 +386,26 @@ def tuning_section(ctx: Context) -> Section:
             "Other campaigns of the store that tuned the same space, workload and objective are "
             "drawn for comparison."
         )
-    if ctx.gain is not None:
-        section.text.append(f"Re-measured side by side: {ctx.gain.text()}")
+    if gain is not None:
+        section.text.append(f"Re-measured side by side: {gain.text()}")
     else:
         section.text.append(
             "The best value is the maximum of noisy measurements and overstates the gain until "
             "default and best are re-measured side by side (see below)."
         )
-    section.data = {"evaluations": len(mine), "compared": list(curves)}
+    compared = [f"{cv.campaign} ({cv.tuner})" for cv in curves]
+    section.data = {"evaluations": len(curves[0].values), "compared": compared}
     return section
-
-
-def siblings(ctx: Context) -> list[Any]:
-    """Tuning campaigns of the same space, workloads and objective (other tuners)."""
-    c = ctx.campaign
-    found = [
-        o
-        for o in ctx.store.campaigns()
-        if o.name != c.name
-        and o.kind == "tune"
-        and o.space_name == c.space_name
-        and o.objective == c.objective
-        and o.workload == c.workload
-    ]
-    return found[-MAX_SIBLINGS:]
-
-
-def _curve_row(name: str, tuner: str, values: list[float | None], direction: str) -> list[str]:
-    curve = plots.best_so_far(values, direction)
-    final = curve[-1] if curve else float("nan")
-    reached = next((i + 1 for i, v in enumerate(curve) if v == final), None)
-    return [name, tuner, str(len(values)), fmt(final), fmt(reached)]
 
 
 def verification_section(ctx: Context) -> Section:
     """Default and best measured again, interleaved: the gain with its confidence interval."""
     section = Section("verification", "Default and best, re-measured")
-    gain = ctx.gain
+    gain, verification = ctx.findings.gain, ctx.findings.verification
     if gain is None:
-        if ctx.verification is not None:
+        if verification is not None:
             section.missing = (
-                f"The verification campaign {ctx.verification.name} has no successful "
+                f"The verification campaign {verification.name} has no successful "
                 "re-measurement of both the default and the best config, so there is no gain."
             )
         else:
@@ -472,85 +432,40 @@ def verification_section(ctx: Context) -> Section:
 
 def models_section(ctx: Context) -> Section:
     """How well a few fast regression techniques predict the metric (cross-validated)."""
+    accuracy, analysis = _part(ctx, "models").accuracy, ctx.findings.analysis
     section = Section("models", "Model accuracy")
-    analysis = ctx.analysis
-    if analysis is None:
-        section.missing = f"No models: {ctx.analysis_note}"
+    if accuracy.missing or analysis is None:
+        section.missing = f"No models: {accuracy.missing}"
         return section
-    n = analysis.n_configs
-    if n < MIN_CONFIGS:
-        section.missing = (
-            f"No models: only {n} distinct configs were measured successfully, and a "
-            f"cross-validated model needs at least {MIN_CONFIGS}."
-        )
-        return section
-    results = cross_validate(analysis.configs, analysis.metric)
+    scores = accuracy.scores
     rows = [
         [
             name,
-            "-" if not np.isfinite(r["r2"]) else f"{r['r2']:.3f}",
-            "-" if not np.isfinite(r["mre"]) else f"{r['mre']:.1%}",
-            f"{r['s']:.2f}",
+            "-" if not np.isfinite(r.r2) else f"{r.r2:.3f}",
+            "-" if not np.isfinite(r.mre) else f"{r.mre:.1%}",
+            f"{r.seconds:.2f}",
         ]
-        for name, r in results.items()
+        for name, r in scores.items()
     ]
-    folds = min(MODEL_FOLDS, n)
     section.tables.append(Table(["technique", "CV R²", "CV mean relative error", "seconds"], rows))
     section.text.append(
-        f"{folds}-fold cross-validation over {n} distinct configs of workload "
-        f"{analysis.workload or '-'}, hyperparameters at their defaults; `stortune model` tunes "
-        "and evaluates them fully." + _other_workloads(analysis)
+        f"{accuracy.folds}-fold cross-validation over {accuracy.n_configs} distinct configs of "
+        f"workload {analysis.workload or '-'}, hyperparameters at their defaults; "
+        "`stortune model` tunes and evaluates them fully." + _other_workloads(analysis)
     )
-    for name, r in results.items():
-        if "error" in r:
-            section.text.append(f"{name} could not be fitted: {r['error']}")
-    fitted = {k: r for k, r in results.items() if "predicted" in r}
-    if fitted:
-        name = max(fitted, key=lambda k: fitted[k]["r2"] if np.isfinite(fitted[k]["r2"]) else -1e9)
-        svg = plots.predicted_vs_measured(
-            fitted[name]["measured"], fitted[name]["predicted"], analysis.metric
+    for name, r in scores.items():
+        if r.error:
+            section.text.append(f"{name} could not be fitted: {r.error}")
+    best = accuracy.best
+    if best is not None:
+        r, metric = scores[best], analysis.metric
+        fig = model_plots.predicted_vs_measured(
+            r.measured, r.predicted, metric, f"{best}: {metric}"
         )
-        section.plots.append(
-            Plot("plot-models", f"{name}: out-of-fold predictions against measurements", svg)
-        )
-    section.data = {k: {"r2": r["r2"], "mre": r["mre"]} for k, r in results.items()}
+        caption = f"{best}: out-of-fold predictions against measurements"
+        section.plots.append(Plot("plot-models", caption, to_svg(fig)))
+    section.data = {k: {"r2": r.r2, "mre": r.mre} for k, r in scores.items()}
     return section
-
-
-def cross_validate(configs: Any, metric: str) -> dict[str, dict[str, Any]]:
-    """Out-of-fold predictions of each technique in `MODEL_TECHNIQUES`: R², MRE, seconds."""
-    from sklearn.base import clone
-    from threadpoolctl import threadpool_limits
-
-    from stortune.models import technique
-    from stortune.models.crossval import cv_folds
-    from stortune.models.metrics import mean_relative_error, r2
-
-    frame = configs.frame.dropna(subset=[metric]).reset_index(drop=True)
-    X, y = frame[configs.params], frame[metric].to_numpy(dtype=float)
-    folds = cv_folds(len(frame), MODEL_FOLDS)
-    out: dict[str, dict[str, Any]] = {}
-    for name in MODEL_TECHNIQUES:
-        started = time.perf_counter()
-        predicted = np.full(len(y), np.nan)
-        try:
-            tech = technique(name)
-            tech.check()
-            with threadpool_limits(limits=1):
-                for train, test in folds:
-                    model = clone(tech.make()).fit(X.iloc[train], y[train])
-                    predicted[test] = model.predict(X.iloc[test])
-        except Exception as exc:  # noqa: BLE001 - one technique failing must not lose the others
-            out[name] = {"r2": float("nan"), "mre": float("nan"), "s": 0.0, "error": str(exc)}
-            continue
-        out[name] = {
-            "r2": r2(y, predicted),
-            "mre": mean_relative_error(y, predicted),
-            "s": time.perf_counter() - started,
-            "measured": y,
-            "predicted": predicted,
-        }
-    return out
 
 
 def profile_section(ctx: Context) -> Section:
@@ -584,9 +499,8 @@ def profile_section(ctx: Context) -> Section:
     section.tables.append(Table(["operation", "mean ratio", "lowest", "highest"], rows))
     curve = profile.get("curve") or []
     if curve:
-        section.plots.append(
-            Plot("plot-profile", "sequential/random ratio per size", plots.profile_ratios(curve))
-        )
+        fig = profile_plots.ratios(curve)
+        section.plots.append(Plot("plot-profile", "sequential/random ratio per size", to_svg(fig)))
     section.data = {"summary": profile.get("summary"), "source": ctx.profile_source}
     return section
 
@@ -597,41 +511,18 @@ def _size(size: Any) -> str:
     return human_size(int(size)) if isinstance(size, int | float) else "-"
 
 
-def recommended_config(ctx: Context) -> tuple[dict[str, Any] | None, str]:
-    """The verified best config, else the best evaluation, else the best config of the table."""
-    if ctx.verification is not None:
-        for trial in ctx.store.trials(ctx.verification.id):
-            if (trial.info or {}).get("label") == "best":
-                return dict(trial.config), f"verified in {ctx.verification.name}"
-    best = best_trial(ctx)
-    if best is not None:
-        return dict(best.config), f"the best of {len(ctx.ok_trials)} successful evaluations"
-    if ctx.analysis is not None:
-        configs = ctx.analysis.configs
-        frame = configs.frame.dropna(subset=[ctx.analysis.metric])
-        if len(frame):
-            column = frame[ctx.analysis.metric]
-            index = column.idxmax() if ctx.campaign.direction == "max" else column.idxmin()
-            row = frame.loc[index, configs.params]
-            return {k: _plain(v) for k, v in row.items()}, "the best measured config"
-    return None, ""
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
-
-
 def recommendation_section(ctx: Context) -> Section:
     """The config to use, in the form the target takes it (mkfs/mount/sysctl, ceph.conf, ...)."""
     from stortune.tuners.render import render
 
+    found = _part(ctx, "recommendation")
     section = Section("recommendation", "Recommended config")
-    config, why = recommended_config(ctx)
+    config, why, gain = found.recommended, found.recommended_why, found.gain
     if config is None:
         section.missing = "No recommendation: no evaluation succeeded."
         return section
     header = f"stortune recommendation from campaign {ctx.campaign.name} ({why})\n"
-    header += ctx.gain.text() if ctx.gain else f"{ctx.campaign.metric}: not re-measured"
+    header += gain.text() if gain else f"{ctx.campaign.metric}: not re-measured"
     if ctx.space is not None:
         try:
             section.code = render(
@@ -642,15 +533,13 @@ def recommendation_section(ctx: Context) -> Section:
     if not section.code:
         lines = [f"# {line}" for line in header.splitlines()]
         section.code = "\n".join([*lines, *(f"{k} = {v}" for k, v in config.items())]) + "\n"
-    changed = changes(config, _default_config(ctx))
+    default = _default_config(ctx)
+    changed = changes(config, default)
     section.text.insert(0, f"From {why}; {len(changed)} parameter(s) differ from the default.")
     if changed:
-        default = _default_config(ctx)
         rows = [[k, fmt(default.get(k)), fmt(v)] for k, v in changed.items()]
         section.tables.append(Table(["parameter", "default", "recommended"], rows))
     section.data = {"config": config, "changed": changed}
-    ctx.cache["changed"] = changed
-    ctx.cache["recommended"] = config
     return section
 
 
@@ -663,7 +552,7 @@ def evaluations_section(ctx: Context) -> Section:
     default = _default_config(ctx)
     rows = []
     for t in ctx.trials[:MAX_TRIAL_ROWS]:
-        ok = sum(r.status == "ok" for r in t.runs)
+        ok = sum(r.status == RunStatus.OK for r in t.runs)
         changed = changes(t.config, default) if default else t.config
         rows.append(
             [
