@@ -372,6 +372,13 @@ class Store:
                 )
             )
 
+    def update_trial(self, trial_id: int, *, info: Mapping[str, Any]) -> None:
+        """Replace a trial's info (what a plan decided about it)."""
+        with self._tx() as conn:
+            conn.execute(
+                trials.update().where(trials.c.id == trial_id).values(info=_jsonable(info))
+            )
+
     def add_run(
         self,
         campaign_id: int,

@@ -71,8 +71,10 @@ def settings_of(
     min_repetitions: int = 2,
     reference_every: int = 0,
     baseline: bool = False,
+    intensify: bool = False,
 ) -> TuneSettings:
     return TuneSettings(
+        intensify=intensify,
         budget=budget if budget is not None or seconds is not None else 20,
         seconds=seconds,
         repetitions=repetitions,
@@ -115,7 +117,15 @@ def register(app: typer.Typer) -> None:
             help="Repeat each config until the 90% CI of its mean is "
             "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
         ),
-        min_repetitions: int = typer.Option(2, help="With --target-ci: runs at least."),
+        min_repetitions: int = typer.Option(
+            2, help="With --target-ci: runs at least; with --intensify: of the first config."
+        ),
+        intensify: bool = typer.Option(
+            False,
+            "--intensify/--no-intensify",
+            help="Race each config against the best so far (paired runs, at most --repetitions "
+            "pairs) and replace it only when it wins with 90% confidence.",
+        ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
@@ -163,7 +173,9 @@ def register(app: typer.Typer) -> None:
                         target_ci,
                         min_repetitions,
                         target_options.reference_every(reference_every, target),
-                    ),  # fmt: skip
+                        baseline=intensify,
+                        intensify=intensify,
+                    ),
                     rules=RunRules(
                         timeout=timeout,
                         check_disturbance=check_disturbance,

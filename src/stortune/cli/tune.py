@@ -55,6 +55,8 @@ def print_result(result: TuneResult, json_out: bool) -> None:
     )
     for note in outcome.notes:
         console.print(note, highlight=False)
+    if result.in_loop is not None:
+        console.print(result.in_loop.text(), highlight=False)
     for gain in result.gains.values():
         console.print(gain.text(), highlight=False)
     if result.pareto and result.objective is not None and result.objective.scalarizer:
@@ -102,7 +104,19 @@ def register(app: typer.Typer) -> None:
         seconds: float = typer.Option(
             None, help="A time budget for tuning: no run starts that would end after it."
         ),
-        repetitions: int = typer.Option(3, "--repetitions", "-r", help="Runs per config."),
+        repetitions: int = typer.Option(
+            3,
+            "--repetitions",
+            "-r",
+            help="Runs per config; with --intensify, the most race pairs of a challenger.",
+        ),
+        intensify: bool = typer.Option(
+            True,
+            "--intensify/--no-intensify",
+            help="Race each config against the best so far: paired runs next to each other in "
+            "time, replace it only when it wins with 90% confidence; the best is the config "
+            "with the best lower confidence bound, never the best single run.",
+        ),
         rank: str = typer.Option(
             None, "--rank", help="Rank parameters first (carver or lasso) and tune the top K."
         ),
@@ -184,6 +198,8 @@ def register(app: typer.Typer) -> None:
                         seconds,
                         repetitions,
                         reference_every=target_options.reference_every(reference_every, target),
+                        baseline=intensify,
+                        intensify=intensify,
                     ),
                     rules=RunRules(
                         timeout=timeout,

@@ -28,7 +28,7 @@ from stortune.findings.importance import Importance, rank_campaign
 from stortune.findings.table import MIN_CONFIGS, Analysis, load_analysis, valued_trials
 from stortune.findings.tuning import Curve, tuning_curves
 from stortune.measure.reference import is_reference
-from stortune.measure.results import best_trial
+from stortune.measure.results import campaign_best
 from stortune.measure.verify import Gain, latest_verification, recommended_config, stored_gain
 from stortune.space import Config
 from stortune.store import Campaign, Store, Trial
@@ -101,7 +101,7 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         analysis_note=note,
         verification=latest_verification(store, campaign),
         gain=gain,
-        best=best_trial(evaluations, campaign.direction),
+        best=campaign_best(campaign, evaluations),
         default_value=next((t.value for t in trials if source_of(t) == "default"), None),
         importance=_attempt(
             errors, "importance", lambda: rank_campaign(analysis, note), Importance()

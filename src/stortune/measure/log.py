@@ -87,6 +87,11 @@ class CampaignLog:
         self.on_finish(trial, summary)
         return summary
 
+    def update_trial_info(self, trial: Trial, info: Mapping[str, Any]) -> None:
+        """Add to a trial's info (a race's verdict, say), keeping what it holds."""
+        current = self.store.trial(trial.id).info or {}
+        self.store.update_trial(trial.id, info={**current, **info})
+
     def invalid(self, seq: int, config: Mapping[str, Any], error: str) -> None:
         """A config that breaks the space's rules: stored as such, nothing measured."""
         trial_id = self.store.add_trial(self.campaign.id, seq, config)

@@ -8,14 +8,15 @@ slot (`finished_slots`), so the slot is measured again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from stortune.enums import Direction, RunStatus
 from stortune.measure.objective import Objective, combine_workloads
-from stortune.stats import summarize
-from stortune.store import Run, Trial
+from stortune.stats import summarize, t_quantile
+from stortune.store import Campaign, Run, Trial
 
 
 @dataclass
@@ -84,3 +85,73 @@ def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | N
         if best is None or sign * trial.value > sign * best.value:  # type: ignore[operator]
             best = trial
     return best
+
+
+def repetition_values(trial: Trial, workloads: Sequence[str], objective: Objective) -> list[float]:
+    """The trial's value per repetition (workloads combined; a repetition missing a workload's
+    successful run is left out)."""
+    by_rep: dict[int, dict[str, float]] = {}
+    for run in trial.runs:
+        value = run_value(run, objective)
+        if value is not None and run.workload in workloads:
+            by_rep.setdefault(run.repetition, {})[run.workload] = value
+    return [
+        combine_workloads([values[w] for w in workloads])
+        for _, values in sorted(by_rep.items())
+        if len(values) == len(workloads)
+    ]
+
+
+def pooled_rsd(samples: Iterable[Sequence[float]]) -> tuple[float, int]:
+    """The relative standard deviation of repetitions pooled over configs (each config's
+    deviations from its own mean), and its degrees of freedom: one noise level for the whole
+    campaign, steadier than any config's own estimate from a handful of runs."""
+    ss, df = 0.0, 0
+    for values in samples:
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            if mean:
+                ss += sum(((v - mean) / mean) ** 2 for v in values)
+                df += len(values) - 1
+    return (math.sqrt(ss / df), df) if df else (math.nan, 0)
+
+
+def best_by_lower_bound(
+    trials: Iterable[Trial],
+    workloads: Sequence[str],
+    objective: Objective,
+    confidence: float = 0.9,
+) -> Trial | None:
+    """The trial whose mean is best at worst: the best lower confidence bound (for a
+    minimised metric, the best upper one) among trials repeated at least twice, with the
+    campaign's pooled noise. Never the luckiest single run; without repeated trials, the best
+    value."""
+    candidates = [t for t in trials if t.value is not None]
+    values = {t.id: repetition_values(t, workloads, objective) for t in candidates}
+    repeated = [t for t in candidates if len(values[t.id]) >= 2]
+    rsd, df = pooled_rsd(values.values())
+    if not repeated or not math.isfinite(rsd):
+        return best_trial(candidates, objective.direction)
+    t_value = t_quantile(0.5 + confidence / 2, df)
+    sign = Direction(objective.direction).sign
+
+    def bound(trial: Trial) -> float:
+        v = values[trial.id]
+        mean = sum(v) / len(v)
+        return sign * mean - t_value * rsd * abs(mean) / math.sqrt(len(v))
+
+    return max(repeated, key=bound)
+
+
+def campaign_best(campaign: Campaign, trials: Iterable[Trial]) -> Trial | None:
+    """A campaign's best evaluation: by lower confidence bound when it raced its configs
+    (intensification), else by value."""
+    from stortune.measure.reference import is_reference
+
+    evaluated = [t for t in trials if not is_reference(t)]
+    objective = Objective.from_dict(campaign.objective)
+    if campaign.settings.get("intensify"):
+        names = [w.get("name", "default") for w in campaign.workload.get("workloads", [])]
+        confidence = float(campaign.settings.get("confidence", 0.9))
+        return best_by_lower_bound(evaluated, names or ["default"], objective, confidence)
+    return best_trial(evaluated, objective.direction)

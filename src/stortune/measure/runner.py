@@ -432,12 +432,12 @@ def measure_plain(
 def campaign_outcome(log: CampaignLog, stopped_by: StopReason | str) -> Outcome:
     """What the campaign holds now (every plan's outcome is read back the same way)."""
     from stortune.measure.reference import is_reference
-    from stortune.measure.results import best_trial
+    from stortune.measure.results import campaign_best
 
     trials = log.trials()
     runs = [r for t in trials for r in t.runs]
     evaluated = [t for t in trials if not is_reference(t)]
-    best = best_trial(evaluated, log.objective.direction)
+    best = campaign_best(log.campaign, evaluated)
     loads = [
         r.metrics[k]
         for r in runs

@@ -7,9 +7,16 @@ until the confidence interval of its mean is that narrow for every workload. Wit
 every N and at the end (`reference`), so each run can be read relative to it. With `baseline`
 (or several objectives without bounds), the default config is the first evaluation.
 
+With `intensify`, each config the tuner proposes races the incumbent (`racing`): paired runs of
+challenger and incumbent, at most `repetitions` pairs, until it wins or loses with the stated
+confidence; the first config measured (the default, with `baseline`) is the first incumbent,
+measured `min_repetitions` times. The tuner is told each config's mean, and the campaign's best
+is the config with the best lower confidence bound, never the best single run.
+
 Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
 tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told its stored
-value; the trial in progress gets only its missing repetitions.
+value, races are replayed from their stored verdicts; the trial in progress gets only its
+missing runs.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ from typing import Any
 from stortune.enums import RunStatus, TrialStatus
 from stortune.errors import ConfigError, StortuneError
 from stortune.measure.log import CampaignLog
+from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
 from stortune.measure.reference import REFERENCE, is_reference
-from stortune.measure.results import finished_slots
+from stortune.measure.results import TrialSummary, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
 from stortune.space import Config, Space
 from stortune.store import Trial
@@ -44,6 +52,7 @@ class TuneSettings:
     target_ci: float | None = None
     min_repetitions: int = 2
     reference_every: int = 0
+    intensify: bool = False  # race each config against the incumbent (racing)
 
     def __post_init__(self) -> None:
         if self.budget is None and self.seconds is None:
@@ -88,6 +97,8 @@ class TunePlan(Plan):
         self.tuner = tuner
         self.settings = settings
         self._reference: Trial | None = None
+        self.incumbent: Trial | None = None
+        self.races: list[list[float]] = []  # the log-ratios of every race so far
 
     # ---- progress -------------------------------------------------------------------------
     @property
@@ -95,7 +106,9 @@ class TunePlan(Plan):
         return self.settings.repetitions * len(self.workloads)
 
     def planned_runs(self) -> int | None:
-        return None if self.settings.budget is None else self.settings.budget * self.per_trial
+        if self.settings.budget is None or self.settings.intensify:
+            return None  # a race's length depends on what it finds
+        return self.settings.budget * self.per_trial
 
     def done_runs(self) -> int:
         return sum(
@@ -127,10 +140,20 @@ class TunePlan(Plan):
             if source != DEFAULT_SOURCE:
                 self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
             if trial.finished:
+                self._replay_race(trial)
                 self.tuner.tell(trial.config, trial.value)
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
         return len(stored)
+
+    def _replay_race(self, trial: Trial) -> None:
+        race = (trial.info or {}).get("race")
+        if not self.settings.intensify or not race:
+            return
+        if race.get("verdict") in (Verdict.FIRST, Verdict.WINS):
+            self.incumbent = trial
+        if race.get("verdict") != Verdict.FIRST:
+            self.races.append(self._pairs(trial))
 
     def _evaluate(
         self, seq: int, config: Config, trial: Trial | None, source: str | None = None
@@ -144,6 +167,9 @@ class TunePlan(Plan):
             return
         if trial is None:
             trial = self.log.add_trial(seq, config, {"source": source} if source else None)
+        if self.settings.intensify:
+            yield from self._race(trial, source)
+            return
         done = finished_slots(trial)
         state: dict[str, float] = {}
         for rep in range(self.settings.repetitions):
@@ -160,6 +186,135 @@ class TunePlan(Plan):
             self._bounds_from(trial)
         summary = self.log.finish(trial)
         self.tuner.tell(config, summary.value)
+
+    # ---- intensification: racing the incumbent -------------------------------------------
+    def _race(self, trial: Trial, source: str | None) -> Generator[Visit, VisitResult, None]:
+        """Measure a config as the first incumbent, or race it against the incumbent."""
+        state: dict[str, float] = {}
+        incumbent = self.incumbent
+        pairs: list[float] = []
+        if incumbent is None:
+            done = finished_slots(trial)
+            for rep in range(max(2, self.settings.min_repetitions)):
+                missing = [w for w in self.workloads if (workload_name(w), rep) not in done]
+                if missing:
+                    result = yield Visit(trial, self.slots(rep, missing))
+                    if not result.applied:
+                        break
+                    state = result.state
+            verdict = Verdict.FIRST if self.log.summary(trial).ok else Verdict.FAILED
+        else:
+            spread, dof = pooled_spread(self.races)
+            verdict = None
+            while verdict is None:
+                pairs = self._pairs(trial)
+                step = self._steps_done(trial)
+                settings = self.settings
+                verdict = decide(
+                    pairs, spread, dof, settings.repetitions, settings.confidence
+                ).verdict
+                if verdict is None and step >= 2 * settings.repetitions:
+                    verdict = Verdict.UNPROVEN  # the incumbent's runs keep failing
+                if verdict is not None:
+                    break
+                info = {"race": trial.seq, "step": step}
+                if not self._has_step(trial, step):
+                    result = yield Visit(trial, self.slots(step), info=info)
+                    state = result.state or state
+                    if not result.applied or self._step_value(trial, step) is None:
+                        verdict = Verdict.FAILED
+                        break
+                rep = self._next_rep(incumbent)
+                yield Visit(incumbent, self.slots(rep), counted=False, info=info)
+            pairs = self._pairs(trial)
+            self.races.append(pairs)
+            self.incumbent = self.log.trial(incumbent.id)
+            self.log.finish(self.incumbent)  # its new runs count
+        summary = self._finish_race(trial, source, verdict, incumbent, pairs)
+        if verdict in (Verdict.FIRST, Verdict.WINS):
+            self.incumbent = self.log.trial(trial.id)
+        self.tuner.observe_state(state)
+        self.tuner.tell(trial.config, summary.value)
+
+    def _finish_race(
+        self,
+        trial: Trial,
+        source: str | None,
+        verdict: Verdict,
+        incumbent: Trial | None,
+        pairs: list[float],
+    ) -> TrialSummary:
+        if source == DEFAULT_SOURCE and self.log.objective.needs_bounds:
+            self._bounds_from(trial)
+        race: dict[str, Any] = {"verdict": str(verdict), "pairs": len(pairs)}
+        if incumbent is not None:
+            race["against"] = incumbent.seq
+        if pairs:
+            race["mean_log_ratio"] = sum(pairs) / len(pairs)
+        self.log.update_trial_info(trial, {"race": race})
+        return self.log.finish(trial)
+
+    def _step_runs(self, trial: Trial, step: int) -> list:
+        """The runs of one race step of `trial`'s race (its own and the incumbent's)."""
+        runs = []
+        for other in self.log.trials():
+            for run in other.runs:
+                info = run.info or {}
+                if info.get("race") == trial.seq and info.get("step") == step:
+                    runs.append((other.id == trial.id, run))
+        return runs
+
+    def _value(self, runs: list) -> float | None:
+        from stortune.measure.objective import combine_workloads
+
+        values = [self.log.objective.value(r.metrics) for r in runs if r.status == RunStatus.OK]
+        values = [v for v in values if v is not None]
+        return combine_workloads(values) if len(values) == len(self.workloads) else None
+
+    def _step_value(self, trial: Trial, step: int) -> float | None:
+        return self._value([r for own, r in self._step_runs(trial, step) if own])
+
+    def _has_step(self, trial: Trial, step: int) -> bool:
+        return any(own for own, _ in self._step_runs(trial, step))
+
+    def _steps_done(self, trial: Trial) -> int:
+        """Steps whose challenger run exists (the last may still lack the incumbent's)."""
+        steps = {
+            (r.info or {}).get("step")
+            for r in self.log.store.trial_runs(trial.id)
+            if (r.info or {}).get("race") == trial.seq
+        }
+        done = 0
+        while done in steps and self._incumbent_ran(trial, done):
+            done += 1
+        return done
+
+    def _incumbent_ran(self, trial: Trial, step: int) -> bool:
+        return any(not own for own, _ in self._step_runs(trial, step))
+
+    def _pairs(self, trial: Trial) -> list[float]:
+        """Log-ratios of the race's complete steps, positive when the challenger was better."""
+        maximise = self.log.objective.direction == "max"
+        by_step: dict[int, dict[bool, list]] = {}
+        for other in self.log.trials():
+            for run in other.runs:
+                info = run.info or {}
+                if info.get("race") == trial.seq:
+                    step = int(info.get("step", 0))
+                    by_step.setdefault(step, {}).setdefault(other.id == trial.id, []).append(run)
+        out = []
+        for step in sorted(by_step):
+            mine, theirs = by_step[step].get(True, []), by_step[step].get(False, [])
+            c, i = self._value(mine), self._value(theirs)
+            if c is not None and i is not None:
+                d = log_ratio(c, i, maximise)
+                if d is not None:
+                    out.append(d)
+        return out
+
+    def _next_rep(self, trial: Trial) -> int:
+        runs = self.log.store.trial_runs(trial.id)
+        return 1 + max((r.repetition for r in runs), default=-1)
 
     def _confident(self, trial: Trial, repetitions_done: int) -> bool:
         """Whether adaptive repetitions may stop: every workload's interval is within target."""

@@ -22,7 +22,8 @@ from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.errors import StortuneError
 from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective, combine_workloads
-from stortune.measure.results import best_trial, finished_slots
+from stortune.measure.reference import is_reference
+from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
 from stortune.space import Config, Space
 from stortune.stats import ratio_ci, summarize
@@ -233,15 +234,41 @@ def recommended_config(store: Store, tuned: Campaign) -> tuple[Config, str]:
         for trial in store.trials(verification.id):
             if (trial.info or {}).get("label") == "best":
                 return dict(trial.config), f"verified in {verification.name}"
-    trials = [t for t in store.trials(tuned.id) if not _is_reference(t)]
-    best = best_trial(trials, tuned.direction)
+    trials = [t for t in store.trials(tuned.id) if not is_reference(t)]
+    best = campaign_best(tuned, trials)
     if best is None:
         raise StortuneError(f"campaign {tuned.name!r} has no successful evaluation")
     ok = sum(t.value is not None for t in trials)
     return dict(best.config), f"the best of {ok} successful evaluations"
 
 
-def _is_reference(trial: Trial) -> bool:
-    from stortune.measure.reference import is_reference
+def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> Gain | None:
+    """The gain of the campaign's best config over the default as the tuning runs measured it:
+    each run relative to the reference measured around it when the campaign has reference runs
+    (drift cancelled), per repetition, against the runs of its default-config trial. With
+    racing the default is the first incumbent, so it has several. None without both."""
+    from stortune.measure.reference import campaign_relative
 
-    return is_reference(trial)
+    trials = [t for t in store.trials(campaign.id) if not is_reference(t)]
+    best = campaign_best(campaign, trials)
+    default = next((t for t in trials if (t.info or {}).get("source") == "default"), None)
+    if best is None or default is None:
+        return None
+    objective = Objective.from_dict(campaign.objective)
+    relative = campaign_relative(store, campaign) if objective.scalarizer is None else {}
+    names = [w.get("name", "default") for w in campaign.workload.get("workloads", [])]
+
+    def values(trial: Trial) -> list[float]:
+        by_rep: dict[int, list[float]] = {}
+        for run in trial.runs:
+            if run.status != RunStatus.OK:
+                continue
+            value = relative.get(run.id) if relative else objective.value(run.metrics)
+            if value is not None:
+                by_rep.setdefault(run.repetition, []).append(value)
+        return [combine_workloads(v) for v in by_rep.values() if len(v) == (len(names) or 1)]
+
+    base, top = values(default), values(best)
+    if not base or not top:
+        return None
+    return gain(objective.metric, objective.direction, base, top, confidence, "in the loop")

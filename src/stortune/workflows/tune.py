@@ -18,9 +18,10 @@ from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
 from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective, pareto_front
+from stortune.measure.results import campaign_best
 from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.tuning import TunePlan, TuneSettings
-from stortune.measure.verify import Gain, latest_verification
+from stortune.measure.verify import Gain, in_loop_gain, latest_verification
 from stortune.space import Config, Space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
@@ -64,6 +65,7 @@ class TuneResult:
     gains: dict[str, Gain] = field(default_factory=dict)  # "best" first, then compared labels
     pareto: list[dict[str, Any]] = field(default_factory=list)
     objective: Objective | None = None
+    in_loop: Gain | None = None  # the best config's gain as the tuning runs measured it
 
     @property
     def gain(self) -> Gain | None:
@@ -75,6 +77,8 @@ class TuneResult:
             out["ranking"] = self.ranking.to_dict()
         if self.widened:
             out["widened"] = self.widened
+        if self.in_loop is not None:
+            out["in_loop"] = self.in_loop.to_dict()
         if self.gain is not None:
             out["gain"] = self.gain.to_dict()
         out["compared"] = {k: g.to_dict() for k, g in self.gains.items() if k != "best"}
@@ -185,6 +189,7 @@ def _tune(
     if agent is not None and hasattr(tuner, "save"):
         tuner.save(agent)
     result = TuneResult(measuring.campaign.name, outcome, objective=measuring.log.objective)
+    result.in_loop = in_loop_gain(store, store.campaign(measuring.campaign.name))
     grown = getattr(getattr(tuner, "bounds", None), "widenings", [])
     if grown:  # SAPPHIRE's dynamic bounds: where the search left the declared box
         result.widened = {w.name: [w.low, w.high] for w in grown}
@@ -210,11 +215,7 @@ def _verify(
 
 
 def _best_config(store: Store, campaign: Campaign) -> Config | None:
-    from stortune.measure.reference import is_reference
-    from stortune.measure.results import best_trial
-
-    trials = [t for t in store.trials(campaign.id) if not is_reference(t)]
-    best = best_trial(trials, campaign.direction)
+    best = campaign_best(campaign, store.trials(campaign.id))
     return dict(best.config) if best is not None else None
 
 
