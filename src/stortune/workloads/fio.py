@@ -41,6 +41,10 @@ TEMPLATES = (
     "seqwrite",
     "randread",
     "randwrite",
+    "metadata",
+    "stream",
+    "rand4k",
+    "dbfsync",
 )
 ALIASES = {"varmail": "mailserver", "oltp": "dbserver"}
 # Small defaults: Filebench's own file set sizes where they are small, else a fraction.
@@ -53,6 +57,10 @@ DEFAULT_SIZES = {
     "seqwrite": "512m",
     "randread": "512m",
     "randwrite": "512m",
+    "metadata": "16m",
+    "stream": "1g",
+    "rand4k": "512m",
+    "dbfsync": "256m",
 }
 DEFAULT_SIZE = "256m"
 DEFAULT_RUNTIME = 10.0
