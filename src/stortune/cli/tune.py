@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
             3,
             "--repetitions",
             "-r",
-            help="Runs per config; with --intensify, the most race pairs of a challenger.",
+            help="Runs per config; with --intensify, the most race pairs of a challenger (at "
+            "least 2).",
         ),
         intensify: bool = typer.Option(
             True,

@@ -105,6 +105,11 @@ class TunePlan(Plan):
     def per_trial(self) -> int:
         return self.settings.repetitions * len(self.workloads)
 
+    @property
+    def max_pairs(self) -> int:
+        """Pairs a challenger may race: `repetitions`, at least 2 (one pair never wins)."""
+        return max(2, self.settings.repetitions)
+
     def planned_runs(self) -> int | None:
         if self.settings.budget is None or self.settings.intensify:
             return None  # a race's length depends on what it finds
@@ -209,11 +214,10 @@ class TunePlan(Plan):
             while verdict is None:
                 pairs = self._pairs(trial)
                 step = self._steps_done(trial)
-                settings = self.settings
                 verdict = decide(
-                    pairs, spread, dof, settings.repetitions, settings.confidence
+                    pairs, spread, dof, self.max_pairs, self.settings.confidence
                 ).verdict
-                if verdict is None and step >= 2 * settings.repetitions:
+                if verdict is None and step >= 2 * self.max_pairs:
                     verdict = Verdict.UNPROVEN  # the incumbent's runs keep failing
                 if verdict is not None:
                     break
