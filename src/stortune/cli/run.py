@@ -120,6 +120,11 @@ def register(app: typer.Typer) -> None:
         min_repetitions: int = typer.Option(
             2, help="With --target-ci: runs at least; with --intensify: of the first config."
         ),
+        allow_risk: bool = typer.Option(
+            False,
+            "--allow-risk",
+            help="Also search values that can lose or corrupt data on a crash or power cut.",
+        ),
         intensify: bool = typer.Option(
             False,
             "--intensify/--no-intensify",
@@ -184,6 +189,7 @@ def register(app: typer.Typer) -> None:
                     tuner=tuner,
                     seed=seed,
                     name=name,
+                    allow_risk=allow_risk,
                 )
                 result = start_tuning(db, job, reporter)
         print_outcome(result.outcome, _metric(result), json_out)

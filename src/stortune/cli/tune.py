@@ -55,6 +55,8 @@ def print_result(result: TuneResult, json_out: bool) -> None:
     )
     for note in outcome.notes:
         console.print(note, highlight=False)
+    for risk in result.risks:
+        console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
     if result.in_loop is not None:
         console.print(result.in_loop.text(), highlight=False)
     for gain in result.gains.values():
@@ -143,6 +145,13 @@ def register(app: typer.Typer) -> None:
         agent: Path = typer.Option(
             None, "--agent", help="ddpg: continue from this saved agent and save it back."
         ),
+        allow_risk: bool = typer.Option(
+            False,
+            "--allow-risk",
+            help="Also search values that can lose or corrupt data on a crash or power cut (a "
+            "space's `risk`, e.g. barrier off); the best safe config is then re-measured beside "
+            "the best one.",
+        ),
         timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
         seed: int = typer.Option(0, help="Random seed of the tuner."),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
@@ -214,6 +223,7 @@ def register(app: typer.Typer) -> None:
                     verify=verify,
                     compare=compared,
                     agent=agent,
+                    allow_risk=allow_risk,
                 )
                 result = start_tuning(db, job, reporter)
         print_result(result, json_out)

@@ -15,10 +15,16 @@ Format::
         message: ext4 inode size must not exceed the block size
 
 ``active_when`` takes an expression or a mapping ``{param: [values]}``.
+
+A space file may come from anyone, so it is read within bounds (size, nesting, values after YAML
+aliases are expanded) and every field is checked for its type before it is used: whatever the
+file holds, loading ends in a Space or in one SpaceError line.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -46,8 +52,19 @@ _PARAM_FIELDS = {
     "hard_low",
     "hard_high",
     "option",
+    "omit",
+    "risk",
 }
-_TOP_FIELDS = {"name", "description", "parameters", "constraints"}
+MAX_BYTES = 4_000_000  # a space file (the bundled ceph.yaml has 100 kB)
+MAX_DEPTH = 64  # nesting of YAML values, aliases expanded (the bundled files nest 5 deep)
+MAX_NODES = 200_000  # YAML values, aliases expanded (ceph.yaml has about 8,500)
+MAX_NAME = 200  # characters of a parameter's or a space's name
+# Parameter names: what the bundled spaces use (Ceph options are snake_case), dataset columns
+# like ``Topology.workers`` and ``read-ahead``; no spaces, quotes, shell or path characters.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or '_'"
+_BIGGEST = 2**63 - 1  # numbers beyond int64 do not survive numpy, pandas and SQL
+_TOP_FIELDS = {"name", "description", "parameters", "constraints", "washed"}
 _CONSTRAINT_FIELDS = {"require", "forbid", "message"}
 
 
@@ -64,7 +81,71 @@ class _LineList(list):
 
 
 class _LineLoader(yaml.SafeLoader):
-    pass
+    """A SafeLoader that refuses documents nested too deeply (the composer recurses) and, before
+    anything is constructed, documents whose aliases expand beyond bounds ("billion laughs")."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise SpaceError(f"line {line}: values nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None:
+            _check_expanded(node)
+        return node
+
+
+def _check_expanded(root: yaml.Node) -> None:
+    """Refuse a node graph that is cyclic, or deeper or larger than the bounds once aliases are
+    expanded; counted without recursion, each distinct node once."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if finished:
+            open_nodes.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            line = node.start_mark.line + 1
+            if size[key] > MAX_NODES:
+                raise SpaceError(
+                    f"line {line}: more than {MAX_NODES} values once aliases are expanded"
+                )
+            if depth[key] > MAX_DEPTH:
+                raise SpaceError(
+                    f"line {line}: nested deeper than {MAX_DEPTH} levels once aliases are expanded"
+                )
+            continue
+        if key in size:
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                line = child.start_mark.line + 1
+                raise SpaceError(f"line {line}: an alias refers to a value that contains it")
+            if id(child) not in size:
+                stack.append((child, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
@@ -106,25 +187,56 @@ def bundled_spaces() -> list[str]:
 def load_space(name_or_path: str | Path) -> Space:
     """A space from a YAML file, or a bundled space by name (e.g. ``ext4``)."""
     path = Path(name_or_path)
-    if path.exists():
-        return parse_space(path.read_text(), str(path))
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        raise SpaceError(f"{_clip(str(path))}: {getattr(exc, 'strerror', None) or exc}") from None
+    if exists:
+        return parse_space(_read(path), str(path))
     if path.suffix in (".yaml", ".yml") or "/" in str(name_or_path):
-        raise SpaceError(f"{path}: no such file")
-    bundled = resources.files("stortune") / "spaces" / f"{name_or_path}.yaml"
-    if bundled.is_file():
+        raise SpaceError(f"{_clip(str(path))}: no such file")
+    if str(name_or_path) in bundled_spaces():
+        bundled = resources.files("stortune") / "spaces" / f"{name_or_path}.yaml"
         return parse_space(bundled.read_text(), f"{name_or_path} (bundled)")
     raise SpaceError(
-        f"no space file or bundled space {str(name_or_path)!r} "
+        f"no space file or bundled space {_clip(str(name_or_path))!r} "
         f"(bundled: {', '.join(bundled_spaces()) or 'none'})"
     )
 
 
+def _read(path: Path) -> str:
+    """A space file's text: a regular file, at most MAX_BYTES, UTF-8 (not /dev/zero, a FIFO
+    that never ends, a directory or a binary file)."""
+    try:
+        if not path.is_file():
+            raise SpaceError(f"{path}: not a regular file")
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise SpaceError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise SpaceError(f"{path}: larger than {MAX_BYTES:,} bytes: not a space file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpaceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """A name short enough for a one-line message."""
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def parse_space(text: str, source: str = "<space>") -> Space:
     """Parse a space from YAML text; `source` names it in error messages."""
+    if not isinstance(text, str) or len(text) > MAX_BYTES:
+        raise SpaceError(f"{source}: a space is YAML text of at most {MAX_BYTES:,} characters")
     try:
         doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except SpaceError as exc:
         raise SpaceError(f"{source}: {exc}") from None
+    except (RecursionError, MemoryError):  # a last resort: the bounds above should come first
+        raise SpaceError(f"{source}: nested too deeply or too large to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -136,22 +248,55 @@ def parse_space(text: str, source: str = "<space>") -> Space:
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         raise SpaceError(f"{source}:{doc.line}: the space needs a 'name'")
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise SpaceError(
+            f"{source}:{doc.lines['name']}: the space's name {_clip(name)!r} must be one line of "
+            f"at most {MAX_NAME} printable characters"
+        )
+    if not isinstance(doc.get("description", ""), str):
+        raise SpaceError(f"{source}:{doc.lines['description']}: 'description' must be text")
     params_doc = doc.get("parameters")
     if not isinstance(params_doc, dict) or not params_doc:
         where = f"{source}:{doc.lines.get('parameters', doc.line)}"
         raise SpaceError(f"{where}: 'parameters' must be a non-empty mapping of name to spec")
+    for pname in params_doc:
+        _check_name(pname, f"{source}:{params_doc.lines[pname]}")
     known = set(params_doc)
     parameters = [
         _parameter(str(pname), spec, f"{source}:{params_doc.lines[pname]}", known)
         for pname, spec in params_doc.items()
     ]
     constraints = _constraints(doc.get("constraints") or [], source, known)
+    washed = doc.get("washed") or []
+    if not isinstance(washed, list) or not all(isinstance(w, dict) for w in washed):
+        raise SpaceError(f"{source}: 'washed' is a list of mappings (parameter, value, reason)")
     try:
-        return Space(name, parameters, constraints, str(doc.get("description", "")), source)
+        space = Space(name, parameters, constraints, str(doc.get("description", "")), source)
+        space.washed = [dict(w) for w in washed]
+        return space
     except SpaceError:
         raise
     except Exception as exc:  # defensive: a space file must never produce a traceback
         raise SpaceError(f"{source}: {exc}") from None
+
+
+def _check_name(name: Any, where: str) -> None:
+    """Parameter names end up in expressions, configs, commands, CSV headers and SQL: only
+    plain ones (see NAME), so that none can be misread as code, an option or a path."""
+    if not isinstance(name, str):
+        raise SpaceError(f"{where}: a parameter's name is text, not {name!r:.60}")
+    if len(name) > MAX_NAME or not NAME.fullmatch(name):
+        raise SpaceError(
+            f"{where}: parameter name {_clip(name)!r}: use {_NAME_RULE} "
+            f"(at most {MAX_NAME} characters)"
+        )
+
+
+def _number(value: Any) -> bool:
+    """A finite number that numpy, pandas and SQL can hold (an int within int64)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return abs(value) <= _BIGGEST if isinstance(value, int) else math.isfinite(value)
 
 
 def _no_unknown_fields(spec: dict, allowed: set[str], where: str, what: str) -> None:
@@ -175,6 +320,12 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         place = f"{where.rsplit(':', 1)[0]}:{line}" if line else where
         return SpaceError(f"{place}: {label}: {message}")
 
+    for key in ("unit", "layer", "description", "option"):
+        if key in spec and not isinstance(spec[key], str):
+            raise fail(f"'{key}' must be text, not {spec[key]!r:.60}", key)
+    for key in ("log", "extendable"):
+        if key in spec and not isinstance(spec[key], bool):
+            raise fail(f"'{key}' must be true or false, not {spec[key]!r:.60}", key)
     try:
         kind = Kind(str(spec.get("type", "")).lower())
     except ValueError:
@@ -202,13 +353,17 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         description=str(spec.get("description", "")).strip(),
         condition=condition,
         extendable=bool(spec.get("extendable", False)),
-        extra={"option": spec["option"]} if "option" in spec else {},
+        extra={k: spec[k] for k in ("option", "omit") if k in spec},
     )
     if kind in (Kind.INT, Kind.FLOAT):
         low, high = spec.get("low"), spec.get("high")
         for key, value in (("low", low), ("high", high)):
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise fail(f"'{key}' must be a number for type {kind.value}", key)
+            if not _number(value):
+                raise fail(f"'{key}' must be a finite number within ±2**63, not {value!r}", key)
+        if not math.isfinite(float(high) - float(low)):
+            raise fail(f"the range [{low}, {high}] is too wide to compute with", "high")
         if low > high:
             raise fail(f"low {low} is greater than high {high}", "low")
         log = bool(spec.get("log", False))
@@ -219,6 +374,8 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         fields.update(low=low, high=high, log=log)
         for key in ("hard_low", "hard_high"):
             if key in spec:
+                if not _number(spec[key]):
+                    raise fail(f"'{key}' must be a finite number, not {spec[key]!r:.60}", key)
                 fields[key] = spec[key]
         if "values" in spec:
             raise fail(f"type {kind.value} takes low/high, not values", "values")
@@ -226,6 +383,12 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         values = spec.get("values")
         if not isinstance(values, list) or not values:
             raise fail(f"type {kind.value} needs a non-empty list 'values'", "values")
+        for v in values:
+            if not (isinstance(v, str | bool) or _number(v)):
+                raise fail(
+                    f"'values' holds {v!r:.60}: values are text, true/false or finite numbers",
+                    "values",
+                )
         if len({repr(v) for v in values}) != len(values):
             raise fail("'values' has duplicates", "values")
         fields["values"] = ensure_values(values)
@@ -237,14 +400,45 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
     except Exception as exc:
         message = str(exc).split(": ", 1)[-1]
         raise fail(f"default {spec['default']!r}: {message}", "default") from None
+    if "risk" in spec:
+        probe.extra["risk"] = _risks(probe, spec["risk"], fail)
     return probe
+
+
+def _risks(p: Parameter, value: Any, fail: Any) -> dict[Any, str]:
+    """``risk: {VALUE: what a crash or power cut can cost}``: values of the parameter, each
+    with one line; the default must be safe (it is what a user has without stortune)."""
+    if not isinstance(value, dict) or not value:
+        raise fail("risk is a mapping from a value to what it risks, in one line", "risk")
+    if not p.values:
+        raise fail("risk is for values of a bool, ordinal or categorical parameter", "risk")
+    out: dict[Any, str] = {}
+    for raw, why in value.items():
+        try:
+            checked = p.check(raw)
+        except Exception as exc:
+            raise fail(f"risk: {raw!r} is not a value of it ({exc})", "risk") from None
+        if p.values and checked not in p.values:
+            raise fail(f"risk: {raw!r} is not one of its values", "risk")
+        if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
+            raise fail(f"risk of {raw!r}: say in one line what a crash can cost", "risk")
+        if checked == p.default:
+            raise fail(f"risk: the default {raw!r} must be safe", "risk")
+        out[checked] = " ".join(why.split())
+    return out
 
 
 def _condition(value: Any, known: set[str], fail: Any) -> Any:
     if isinstance(value, dict):
         parts = []
         for other, allowed in value.items():
+            if not isinstance(other, str) or other not in known:
+                raise fail(
+                    f"active_when: {other!r:.60} is not a parameter of the space", "active_when"
+                )
             allowed = allowed if isinstance(allowed, list) else [allowed]
+            if not all(isinstance(a, str | bool) or _number(a) for a in allowed):
+                raise fail(f"active_when: {other} takes a list of plain values", "active_when")
             parts.append(f"{other} in ({', '.join(repr(a) for a in allowed)},)")
         value = " and ".join(parts)
     if not isinstance(value, str):
@@ -272,8 +466,11 @@ def _constraints(items: Any, source: str, known: set[str]) -> list[Constraint]:
             raise SpaceError(f"{where}: a constraint has exactly one of 'require' or 'forbid'")
         kind = kinds[0]
         try:
-            expression = compile_expression(str(item[kind]), known)
+            expression = compile_expression(item[kind], known)
         except SpaceError as exc:
             raise SpaceError(f"{where}: constraint: {exc}") from None
-        out.append(Constraint(kind, expression, str(item.get("message", "")), line))
+        message = item.get("message", "")
+        if not isinstance(message, str):
+            raise SpaceError(f"{where}: a constraint's 'message' must be text")
+        out.append(Constraint(kind, expression, message, line))
     return out

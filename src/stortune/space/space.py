@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stortune.errors import ConfigError, SpaceError
-from stortune.space.expr import Expression
+from stortune.space.expr import Expression, ExpressionError
 from stortune.space.parameter import Kind, Parameter
 
 if TYPE_CHECKING:
     import pandas as pd
 
 Config = dict[str, Any]
+# What evaluating a valid expression on a config can raise: the config's fault, one line.
+_EVALUATION_ERRORS = (TypeError, ValueError, ArithmeticError, ExpressionError)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Space:
         self.description = description
         self.source = source
         self.constraints = list(constraints)
+        self.washed: list[dict[str, Any]] = []  # values a clean found this machine refuses
         by_name: dict[str, Parameter] = {}
         for p in parameters:
             if p.name in by_name:
@@ -145,7 +148,7 @@ class Space:
             try:
                 if not c.holds(config):
                     yield c
-            except (TypeError, ValueError, ZeroDivisionError, ArithmeticError) as exc:
+            except _EVALUATION_ERRORS as exc:
                 raise ConfigError(
                     f"constraint {c.expression.text!r} cannot be evaluated: {exc}"
                 ) from None
@@ -163,7 +166,7 @@ class Space:
             return False  # it depends on a parameter that is itself inactive
         try:
             return bool(p.condition(partial))
-        except (TypeError, ValueError, ZeroDivisionError, ArithmeticError) as exc:
+        except _EVALUATION_ERRORS as exc:
             raise ConfigError(
                 f"condition {p.condition.text!r} of {p.name!r} cannot be evaluated: {exc}"
             ) from None
@@ -272,6 +275,8 @@ class Space:
                 {c.kind: c.expression.text, **({"message": c.message} if c.message else {})}
                 for c in self.constraints
             ]
+        if self.washed:
+            out["washed"] = [dict(w) for w in self.washed]
         return out
 
 

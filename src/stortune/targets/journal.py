@@ -64,7 +64,7 @@ class Journal:
         """Undo the entries (of `ops`, or all) newest first; return what could not be undone.
         Undone entries leave the journal; failed ones stay for the next try."""
         problems, kept = [], []
-        for entry in reversed(self.entries):
+        for entry in _undo_order(self.entries):
             if ops is not None and entry["op"] not in ops:
                 kept.append(entry)
                 continue
@@ -93,6 +93,33 @@ class Journal:
         self._fd = -1
 
 
+def _undo_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Newest first, except that a queue's scheduler goes back before the queue's other
+    settings: their originals were taken under it, and some (nr_requests) only fit it."""
+    newest = list(reversed(entries))
+
+    def rank(item: tuple[int, dict[str, Any]]) -> tuple[int, int]:
+        index, entry = item
+        path = Path(str(entry.get("path", "")))
+        queue = entry["op"] == "setting" and path.parent.name in ("queue", "iosched")
+        if not queue:
+            return (index, 0)
+        first = min(
+            i
+            for i, e in enumerate(newest)
+            if e["op"] == "setting" and _queue_of(e) == _queue_of(entry)
+        )
+        return (first, 0 if path.name == "scheduler" else 1)
+
+    return [e for _, e in sorted(enumerate(newest), key=rank)]
+
+
+def _queue_of(entry: dict[str, Any]) -> str:
+    path = Path(str(entry.get("path", "")))
+    queue = path.parent.parent if path.parent.name == "iosched" else path.parent
+    return str(queue) if queue.name == "queue" else str(path)
+
+
 def _undo(entry: dict[str, Any]) -> None:
     op = entry["op"]
     if op == "setting":
@@ -102,6 +129,8 @@ def _undo(entry: dict[str, Any]) -> None:
             if backing is not None and os.path.realpath(backing) != os.path.realpath(image):
                 return
         path = Path(entry["path"])
+        if path.parent.name == "iosched" and not path.exists():
+            return  # a scheduler's tunable: switching the scheduler discarded it already
         if sysconf.read(path) != entry["old"]:
             sysconf.write(path, entry["old"])
     elif op == "mount":

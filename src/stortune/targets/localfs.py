@@ -228,7 +228,8 @@ class LocalFsTarget(Target):
         layers: dict[str, list[tuple[str, str, Any]]] = {layer: [] for layer in LAYERS}
         for p in params:
             option = self._option(p, fs)
-            if option != mkfs.FSTYPE:
+            omitted = "omit" in p.extra and values[p.name] == p.extra["omit"]
+            if option != mkfs.FSTYPE and not omitted:  # omit: the value that sets nothing
                 layers[p.layer].append((p.name, option, values[p.name]))
         block = [
             (str(sysconf.queue_path(Path(), o)), sysconf.format_value(v))
@@ -331,24 +332,39 @@ class LocalFsTarget(Target):
         wanted += [(sysconf.sysctl_path(n), v, False) for n, v in plan.vm]
         named = {str(path) for path, _, _ in wanted}
         for path_text, original in list(self._originals.items()):
-            if path_text not in named and sysconf.read(Path(path_text)) != original:
+            path = Path(path_text)
+            if path.parent.name == "iosched" and not path.exists():
+                del self._originals[path_text]  # its scheduler is gone, and its tunables
+                continue
+            if path_text not in named and sysconf.read(path) != original:
                 log.info("restoring %s = %s", path_text, original)
                 sysconf.write(Path(path_text), original)
         for path, value, on_device in wanted:
             current = sysconf.read(path)
             if current == value:
                 continue
-            if str(path) not in self._originals:
-                owner = (
-                    {"device": self._dev, "image": str(self._image_path)}
-                    if (on_device and self._image_path is not None)
-                    else {}
-                )
-                assert self._journal is not None
-                self._journal.record("setting", path=str(path), old=current, **owner)
-                self._originals[str(path)] = current
+            if path.name == "scheduler" and str(path) not in self._originals:
+                # Switching the scheduler resets the queue's other settings (nr_requests): keep
+                # them as they are under the device's own scheduler, the values to go back to.
+                for other, _, queue in wanted:
+                    if queue and other.parent == path.parent and other != path:
+                        self._remember(other, sysconf.read(other), queue)
+            self._remember(path, current, on_device)
             log.info("writing %s = %s (was %s)", path, value, current)
             sysconf.write(path, value)
+
+    def _remember(self, path: Path, current: str, on_device: bool) -> None:
+        """Journal a setting's original value before its first change."""
+        if str(path) in self._originals:
+            return
+        owner = (
+            {"device": self._dev, "image": str(self._image_path)}
+            if (on_device and self._image_path is not None)
+            else {}
+        )
+        assert self._journal is not None
+        self._journal.record("setting", path=str(path), old=current, **owner)
+        self._originals[str(path)] = current
 
     # ---- run ------------------------------------------------------------------------------
     def venue(self, workload: Workload) -> Venue:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,37 @@ def is_mounted(mount_point: Path | str) -> bool:
 
 
 def mount(device: str, mount_point: Path, fstype: str, options: str) -> None:
+    """Mount, or raise TargetError with the kernel's own reason (mount(8) only says to look
+    in dmesg)."""
     argv = ["mount", "-t", fstype]
     if options:
         argv += ["-o", options]
-    syscmd.run([*argv, device, str(mount_point)], f"mounting {fstype} on {device}")
+    mark = _kernel_log_size()
+    try:
+        syscmd.run([*argv, device, str(mount_point)], f"mounting {fstype} on {device}")
+    except TargetError as exc:
+        reason = _kernel_says(mark, Path(device).name)
+        if reason:
+            raise TargetError(f"mounting {fstype} -o {options or 'defaults'}: {reason}") from None
+        raise exc from None
+
+
+def _kernel_log_size() -> int:
+    return len(_kernel_log())
+
+
+def _kernel_log() -> list[str]:
+    try:
+        proc = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return proc.stdout.splitlines()
+
+
+def _kernel_says(mark: int, device: str) -> str:
+    """The kernel's latest line about `device` since `mark` (its reason for refusing)."""
+    lines = [line for line in _kernel_log()[mark:] if device in line]
+    return re.sub(r"^\[[^\]]*\]\s*", "", lines[-1]).strip() if lines else ""
 
 
 def umount(mount_point: Path | str, wait: float = 10.0) -> None:

@@ -3,13 +3,14 @@ sysfs/sysctl lines; name = value otherwise), with the gain measured against the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stortune.enums import CampaignKind
 from stortune.measure.campaigns import space_of
 from stortune.measure.verify import Gain, latest_verification, recommended_config, stored_gain
 from stortune.space import Config
+from stortune.space.risk import Risk, risks_of
 from stortune.store import Store
 from stortune.tuners.render import render
 
@@ -21,6 +22,7 @@ class Recommendation:
     why: str
     gain: Gain | None
     text: str
+    risks: list[Risk] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -29,6 +31,7 @@ class Recommendation:
             "why": self.why,
             "gain": self.gain.to_dict() if self.gain else None,
             "text": self.text,
+            "risks": [r.to_dict() for r in self.risks],
         }
 
 
@@ -49,5 +52,8 @@ def recommend(store: Store, name: str) -> Recommendation:
     )
     if gain is not None and gain.gain <= 0:
         header += "\nwarning: measured again, this config was no better than the default"
+    risks = risks_of(space, config)
+    for risk in risks:
+        header += f"\nRISK: {risk.text()}"
     text = render(str(tuned.target.get("kind", "")), config, space, header)
-    return Recommendation(tuned.name, config, why, gain, text)
+    return Recommendation(tuned.name, config, why, gain, text, risks)

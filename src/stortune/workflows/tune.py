@@ -3,6 +3,10 @@ the runs stored for the space, sampling more when they are too few), tune the to
 others pinned, then re-measure default, best and any compared config interleaved and state each
 gain with its confidence interval. Several objectives are scalarised (Magpie) and their Pareto
 front is kept. `stortune run` is the same without ranking and verification.
+
+Values that can lose data on a crash or power cut (a space's `risk`) are left out of the search
+unless the job allows them; then the best safe config is re-measured beside the best one, so a
+user sees what the risk buys.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.tuning import TunePlan, TuneSettings
 from stortune.measure.verify import Gain, in_loop_gain, latest_verification
 from stortune.space import Config, Space
+from stortune.space.risk import Risk, risks_of, safe_space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
 from stortune.targets.base import Target
@@ -31,6 +36,8 @@ from stortune.workflows.rank import Ranking, RankOptions, rank_space, sample_spa
 from stortune.workflows.reporting import Reporter, Silent, run_measuring
 from stortune.workflows.verify import verify
 from stortune.workloads.base import Workload
+
+SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
 
 
 @dataclass
@@ -51,6 +58,7 @@ class TuneJob:
     verify: int = 0  # repetitions of each config when re-measuring (0: skip)
     compare: dict[str, Config] = field(default_factory=dict)
     agent: Path | None = None  # ddpg: continue from this saved agent and save it back
+    allow_risk: bool = False  # search values that can lose data on a crash too
 
     def campaign_name(self) -> str:
         return self.name or f"{self.space.name}-{self.tuner}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -66,6 +74,7 @@ class TuneResult:
     pareto: list[dict[str, Any]] = field(default_factory=list)
     objective: Objective | None = None
     in_loop: Gain | None = None  # the best config's gain as the tuning runs measured it
+    risks: list[Risk] = field(default_factory=list)  # what the best config risks
 
     @property
     def gain(self) -> Gain | None:
@@ -77,6 +86,7 @@ class TuneResult:
             out["ranking"] = self.ranking.to_dict()
         if self.widened:
             out["widened"] = self.widened
+        out["risks"] = [r.to_dict() for r in self.risks]
         if self.in_loop is not None:
             out["in_loop"] = self.in_loop.to_dict()
         if self.gain is not None:
@@ -95,11 +105,11 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     for workload in job.workloads:
         job.target.check_workload(workload)
     ranking = None
-    tuned_space = job.space
+    tuned_space = searched = job.space if job.allow_risk else safe_space(job.space)
     if job.rank is not None:
-        ranking = _rank(store, job, name, reporter)
+        ranking = _rank(store, job, searched, name, reporter)
         tuned_space = ranking.space
-    settings = {**job.settings.to_dict(), **job.rules.to_dict()}
+    settings = {**job.settings.to_dict(), **job.rules.to_dict(), "allow_risk": job.allow_risk}
     campaign = new_campaign(
         store, name, job.kind, tuned_space, job.target, job.workloads, job.objective, settings,
         tuner=job.tuner, seed=job.seed,
@@ -113,6 +123,8 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)
     result = _tune(store, measuring, plan, job.agent, reporter)
     result.ranking = ranking
+    if result.outcome.best_config is not None:
+        result.risks = risks_of(job.space, result.outcome.best_config)
     if job.verify > 0:
         result.gains = _verify(
             store, measuring, job.space, job.target, job.compare, job.verify, reporter
@@ -143,6 +155,8 @@ def resume_tuning(
             "(resume it with `stortune resume`)"
         )
     result = _tune(store, measuring, measuring.plan, agent, reporter)
+    if result.outcome.best_config is not None:
+        result.risks = risks_of(space or measuring.plan.space, result.outcome.best_config)
     if verify_repetitions > 0:
         campaign = measuring.campaign
         previous = latest_verification(store, campaign)
@@ -154,7 +168,7 @@ def resume_tuning(
     return result
 
 
-def _rank(store: Store, job: TuneJob, name: str, reporter: Reporter) -> Ranking:
+def _rank(store: Store, job: TuneJob, space: Space, name: str, reporter: Reporter) -> Ranking:
     options = job.rank
     assert options is not None
 
@@ -163,12 +177,12 @@ def _rank(store: Store, job: TuneJob, name: str, reporter: Reporter) -> Ranking:
         label = f"{name}-rank"
         label += f"-{len(taken)}" if label in taken else ""
         sample_space(
-            store, label, job.space, job.target, job.workloads, job.objective, n, job.rules,
+            store, label, space, job.target, job.workloads, job.objective, n, job.rules,
             reporter, seed=job.seed,
         )  # fmt: skip
         return label
 
-    ranking = rank_space(store, job.space, options, job.objective, sample)
+    ranking = rank_space(store, space, options, job.objective, sample)
     reporter.note(
         f"{options.method} ranking from {ranking.configs} configs: tuning "
         f"{', '.join(ranking.free)}; {len(ranking.held)} other parameter(s) pinned "
@@ -207,16 +221,19 @@ def _verify(
     repetitions: int,
     reporter: Reporter,
 ) -> dict[str, Gain]:
-    outcome_best = _best_config(store, measuring.campaign)
-    if outcome_best is None:
+    trials = store.trials(measuring.campaign.id)
+    best = campaign_best(measuring.campaign, trials)
+    if best is None:
         return {}
-    configs = {"default": space.default_config(), "best": outcome_best, **compare}
+    configs = {"default": space.default_config(), "best": dict(best.config)}
+    if risks_of(space, best.config):  # what the risk buys: the best safe config beside it
+        safe = campaign_best(
+            measuring.campaign, [t for t in trials if not risks_of(space, t.config)]
+        )
+        if safe is not None:
+            configs[SAFE_LABEL] = dict(safe.config)
+    configs.update(compare)
     return verify(store, measuring.campaign, target, configs, repetitions, space, reporter)
-
-
-def _best_config(store: Store, campaign: Campaign) -> Config | None:
-    best = campaign_best(campaign, store.trials(campaign.id))
-    return dict(best.config) if best is not None else None
 
 
 def pareto_rows(store: Store, campaign: Campaign, objective: Objective) -> list[dict[str, Any]]:
