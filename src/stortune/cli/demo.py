@@ -18,24 +18,35 @@ def register(app: typer.Typer) -> None:
     def demo(
         out: Path = typer.Option(Path("stortune-demo"), "--out", help="Folder for store+report."),
         budget: int = typer.Option(10, help="Evaluations, the default config included."),
-        repetitions: int = typer.Option(2, "--repetitions", "-r", help="Runs per config."),
+        repetitions: int = typer.Option(
+            3, "--repetitions", "-r", help="The most race pairs of a challenger."
+        ),
         runtime: float = typer.Option(3.0, help="Seconds each fio run lasts."),
-        workload: str = typer.Option("fileserver", help="fio template (localfs only)."),
-        tuner: str = typer.Option("tpe", help="Tuner to use."),
+        workload: str = typer.Option("dbfsync", help="fio template (as root)."),
+        tuner: str = typer.Option("bo", help="Tuner to use."),
+        sample: int = typer.Option(12, help="Configs the ranking samples (short runs)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
-        """Tune a real storage stack for a few minutes and write an HTML report.
+        """Rank and tune a real storage stack for a few minutes, re-measure default and best
+        side by side (and what each risky option would buy), and write an HTML report.
 
         Example: stortune demo --budget 10 --runtime 3
         """
         result = run_demo(
-            out, ConsoleReporter(json_out), budget, repetitions, runtime, workload, tuner
+            out, ConsoleReporter(json_out), budget, repetitions, runtime, workload, tuner, sample
         )
         if json_out:
             print_json(result.to_dict())
         else:
             console.print(result.headline, highlight=False, soft_wrap=True)
             console.print(result.finding, highlight=False, soft_wrap=True)
+            for label, gain in result.tuned.gains.items():
+                noise = "" if gain.significant else ", within noise"
+                console.print(
+                    f"  {label}: {1 + gain.gain:.2f}x (90% CI {1 + gain.ci_low:.2f}-"
+                    f"{1 + gain.ci_high:.2f}{noise})",
+                    highlight=False,
+                )
             console.print(f"report: {result.report.resolve()}", highlight=False)
             console.print(
                 f"store:  {result.store.resolve()}  (try: stortune show {result.campaign} "

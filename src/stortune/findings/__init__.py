@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from stortune.enums import Direction
+from stortune.enums import Direction, RunStatus
 from stortune.errors import DatasetError, StortuneError
 from stortune.findings.accuracy import Accuracy, assess_campaign
 from stortune.findings.importance import Importance, rank_campaign
@@ -29,8 +29,15 @@ from stortune.findings.table import MIN_CONFIGS, Analysis, load_analysis, valued
 from stortune.findings.tuning import Curve, tuning_curves
 from stortune.measure.reference import is_reference
 from stortune.measure.results import campaign_best
-from stortune.measure.verify import Gain, latest_verification, recommended_config, stored_gain
-from stortune.space import Config
+from stortune.measure.verify import (
+    Gain,
+    in_loop_gain,
+    latest_verification,
+    recommended_config,
+    stored_gains,
+)
+from stortune.space import Config, Space, parse_space
+from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store, Trial
 
 __all__ = [
@@ -64,6 +71,12 @@ class Findings:
     recommended: Config | None
     recommended_why: str
     errors: dict[str, Exception] = field(default_factory=dict)
+    gains: dict[str, Gain] = field(default_factory=dict)  # every verified label's gain
+    verified: dict[str, Config] = field(default_factory=dict)  # the verified configs by label
+    risks: dict[str, list[Risk]] = field(default_factory=dict)  # their risky values, by label
+    in_loop: Gain | None = None  # the best config's gain as the tuning runs measured it
+    disturbed: int = 0  # runs other work spoilt (redone, or left as placeholders)
+    load_max: float | None = None  # the highest load average seen around a run
 
     @property
     def ok_trials(self) -> list[Trial]:
@@ -87,9 +100,21 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         )
     analysis, note = load_analysis(store, campaign, trials, workload)
     try:
-        gain = stored_gain(store, campaign)
+        gains = stored_gains(store, campaign)
     except StortuneError:
-        gain = None
+        gains = {}
+    gain = gains.get("best")
+    verification = latest_verification(store, campaign)
+    verified = _verified_configs(store, verification)
+    space = _space(verification or campaign)
+    risks = {label: risks_of(space, c) for label, c in verified.items()} if space else {}
+    runs = [r for t in trials for r in t.runs]
+    loads = [
+        r.metrics[k]
+        for r in runs
+        for k in ("sys.loadavg_start", "sys.loadavg_end")
+        if isinstance(r.metrics.get(k), int | float)
+    ]
     errors: dict[str, Exception] = {}
     evaluations = [t for t in trials if not is_reference(t)]
     recommended, why = _attempt(
@@ -99,7 +124,7 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         trials=trials,
         analysis=analysis,
         analysis_note=note,
-        verification=latest_verification(store, campaign),
+        verification=verification,
         gain=gain,
         best=campaign_best(campaign, evaluations),
         default_value=next((t.value for t in trials if source_of(t) == "default"), None),
@@ -111,7 +136,29 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         recommended=recommended,
         recommended_why=why,
         errors=errors,
+        gains=gains,
+        verified=verified,
+        risks=risks,
+        in_loop=_attempt(errors, "in_loop", lambda: in_loop_gain(store, campaign), None),
+        disturbed=sum(
+            r.status == RunStatus.DISTURBED or bool((r.info or {}).get("disturbed_attempts"))
+            for r in runs
+        ),
+        load_max=max(loads) if loads else None,
     )
+
+
+def _verified_configs(store: Store, verification: Campaign | None) -> dict[str, Config]:
+    if verification is None:
+        return {}
+    return {(t.info or {}).get("label", ""): dict(t.config) for t in store.trials(verification.id)}
+
+
+def _space(campaign: Campaign) -> Space | None:
+    try:
+        return parse_space(campaign.space_yaml, f"campaign {campaign.name!r}")
+    except StortuneError:
+        return None
 
 
 def source_of(trial: Trial) -> str:

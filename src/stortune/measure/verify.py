@@ -226,14 +226,31 @@ def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
     return stored_gains(store, tuned).get("best")
 
 
+SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
+
+
 def recommended_config(store: Store, tuned: Campaign) -> tuple[Config, str]:
-    """What to recommend from a campaign, and why: the verified best config, else its best
-    trial."""
+    """What to recommend from a campaign, and why. Verified: the best config when it beat the
+    default beyond the noise (the interval of its gain excludes none), else the best safe one
+    when that did, else the default ("within noise: keep the default"). Not verified: the
+    campaign's best trial."""
     verification = latest_verification(store, tuned)
     if verification is not None:
-        for trial in store.trials(verification.id):
-            if (trial.info or {}).get("label") == "best":
-                return dict(trial.config), f"verified in {verification.name}"
+        labelled = {
+            (t.info or {}).get("label"): dict(t.config) for t in store.trials(verification.id)
+        }
+        gains = stored_gains(store, tuned)
+        for label in ("best", SAFE_LABEL):
+            gain = gains.get(label)
+            if gain is not None and gain.ci_low > 0 and label in labelled:
+                return labelled[label], f"{label} config, verified in {verification.name}"
+        if "best" in gains and "default" in labelled:
+            return labelled["default"], (
+                f"the default: the best config found was within noise of it, verified in "
+                f"{verification.name}"
+            )
+        if "best" in labelled:
+            return labelled["best"], f"verified in {verification.name} (its gain is unknown)"
     trials = [t for t in store.trials(tuned.id) if not is_reference(t)]
     best = campaign_best(tuned, trials)
     if best is None:

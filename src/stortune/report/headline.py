@@ -8,6 +8,7 @@ import math
 from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.measure.reference import is_reference
 from stortune.measure.sweeping import planned_runs
+from stortune.measure.verify import Gain
 from stortune.report.context import Context
 
 WORDS = (
@@ -53,11 +54,15 @@ def headline(ctx: Context) -> str:
     parts = []
     gain = ctx.findings.gain
     if gain is not None:
-        text = _times(1 + gain.gain, word, c.direction)
-        low, high = 1 + gain.ci_low, 1 + gain.ci_high
-        if math.isfinite(low) and math.isfinite(high):
-            text += f" ({gain.confidence:.0%} CI {low:.2f}-{high:.2f})"
-        parts.append(text)
+        parts.append(verdict(gain, word))
+        for label in ("best-safe",):
+            other = ctx.findings.gains.get(label)
+            if other is not None:
+                parts.append(f"best safe config {_ratio(other)}")
+        risky = ctx.findings.risks.get("best") or []
+        if risky:
+            values = ", ".join(f"{r.parameter}={_value(r.value)}" for r in risky)
+            parts.append(f"RISKY: {values} (can lose data on a crash or power cut)")
     else:
         best, default = ctx.findings.best, ctx.findings.default_value
         if best is not None and default and best.value:
@@ -67,7 +72,41 @@ def headline(ctx: Context) -> str:
             parts.append(f"best {c.metric} {best.value:.4g}")
     parts.append(f"{n} evaluations")
     parts += top_parameters(ctx)
+    parts += disturbance(ctx)
     return f"{head}: " + ", ".join(parts)
+
+
+def verdict(gain: Gain, word: str) -> str:
+    """What the re-measured gain says: a gain, a loss, or within noise (keep the default)."""
+    if gain.significant and gain.gain > 0:
+        return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip()
+    if gain.significant:
+        return f"keep the default: the best config found re-measured {_ratio(gain)}"
+    return f"within noise of the default, keep it: the best config found re-measured {_ratio(gain)}"
+
+
+def _ratio(gain: Gain) -> str:
+    return f"{1 + gain.gain:.2f}x {_ci(gain)}".strip()
+
+
+def _ci(gain: Gain) -> str:
+    low, high = 1 + gain.ci_low, 1 + gain.ci_high
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"({gain.confidence:.0%} CI {low:.2f}-{high:.2f})"
+
+
+def _value(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def disturbance(ctx: Context) -> list[str]:
+    """How many runs other work disturbed, and the highest load seen."""
+    found = ctx.findings
+    if found.load_max is None and not found.disturbed:
+        return []
+    load = f", load up to {found.load_max:.1f}" if found.load_max is not None else ""
+    return [f"{found.disturbed} runs disturbed{load}"]
 
 
 def top_parameters(ctx: Context) -> list[str]:

@@ -414,19 +414,34 @@ def verification_section(ctx: Context) -> Section:
                 "as `stortune demo` does, to measure it with a confidence interval)."
             )
         return section
-    section.tables.append(
-        Table(
-            ["config", "runs", f"mean {gain.metric}"],
-            [
-                ["default", str(gain.n_default), fmt(gain.default_mean)],
-                ["best", str(gain.n_best), fmt(gain.best_mean)],
-            ],
-        )
-    )
+    found = ctx.findings
+    rows = [["default", str(gain.n_default), fmt(gain.default_mean), "-", ""]]
+    for label, g in found.gains.items():
+        risky = "; ".join(r.text() for r in found.risks.get(label, []))
+        interval = f"{1 + g.gain:.2f}x ({1 + g.ci_low:.2f}-{1 + g.ci_high:.2f})"
+        rows.append([label, str(g.n_best), fmt(g.best_mean), interval, risky])
+    columns = ["config", "runs", f"mean {gain.metric}", "ratio to default (90% CI)", "risks"]
+    section.tables.append(Table(columns, rows))
     section.text.append(gain.text())
-    if gain.gain <= 0:
+    if not gain.significant:
+        section.text.append(
+            "Within noise: the interval includes no change, so the default is kept."
+        )
+    elif gain.gain <= 0:
         section.text.append("Measured again, the best config was no better than the default.")
-    section.data = gain.to_dict()
+    loop = found.in_loop
+    if loop is not None:
+        inside = 1 + loop.ci_low <= 1 + gain.gain <= 1 + loop.ci_high
+        section.text.append(
+            f"In the tuning runs the best config measured {1 + loop.gain:.2f}x the default "
+            f"({loop.confidence:.0%} CI {1 + loop.ci_low:.2f}-{1 + loop.ci_high:.2f}); "
+            + (
+                "the re-measured ratio lies inside that interval."
+                if inside
+                else "the re-measured ratio lies outside it."
+            )
+        )
+    section.data = {**gain.to_dict(), "gains": {k: g.to_dict() for k, g in found.gains.items()}}
     return section
 
 
@@ -536,6 +551,11 @@ def recommendation_section(ctx: Context) -> Section:
     default = _default_config(ctx)
     changed = changes(config, default)
     section.text.insert(0, f"From {why}; {len(changed)} parameter(s) differ from the default.")
+    if ctx.space is not None:
+        from stortune.space.risk import risks_of
+
+        for risk in risks_of(ctx.space, config):
+            section.text.append(f"RISK: {risk.text()}")
     if changed:
         rows = [[k, fmt(default.get(k)), fmt(v)] for k, v in changed.items()]
         section.tables.append(Table(["parameter", "default", "recommended"], rows))

@@ -1,11 +1,15 @@
-"""The demo: the main job on an embedded default, end to end, in a few minutes.
+"""The demo: stortune's whole flow on an embedded default, in a few minutes.
 
-As root: a loop-device file system (the `localfs` space) under a fio workload, the benchmark's
-page cache capped below the file set so the runs reach the file system and the device instead of
-measuring RAM (Carver's S2 setting). Without root: fio against a file in a temporary directory,
-tuning the client-side `fio-client` space through the `command` target. Either way: a tuning
-campaign that starts from the default config, default and best re-measured side by side, and an
-HTML report.
+As root: the whole local stack (the `stack` space: file system, its mkfs and mount options, the
+block layer, vm) on a 2 GiB loop image, under a database-like fsync workload (dbfsync), the
+benchmark's page cache capped below its file set so the runs reach the stack (Carver's S2
+setting). A Latin hypercube of short runs ranks the parameters (Carver and Lasso); the default
+tuner tunes the top few with intensification (racing the incumbent); default and best are
+re-measured side by side, and beside them each risky value the default file system has
+(barrier off, ...) so the page lists what the risks would buy without recommending them.
+
+Without root: fio against a file in a temporary directory, tuning the client-side `fio-client`
+space through the `command` target, tuned and verified the same way. Either way an HTML report.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stortune.errors import ConfigError
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.space import load_space
+from stortune.space import Config, Space, load_space
+from stortune.space.risk import risky_values, safe_space
 from stortune.store import Store
 from stortune.targets.base import Target
+from stortune.workflows.rank import RankOptions
 from stortune.workflows.reporting import Reporter
 from stortune.workflows.tune import TuneJob, TuneResult, start_tuning
 from stortune.workloads.base import Workload
@@ -39,14 +46,14 @@ class DemoResult:
     tuned: TuneResult
 
     def to_dict(self) -> dict[str, Any]:
-        gain = self.tuned.gain
         return {
             "campaign": self.campaign,
             "store": str(self.store),
             "report": str(self.report),
             "headline": self.headline,
             "finding": self.finding,
-            "gain": gain.to_dict() if gain else None,
+            "gains": {k: g.to_dict() for k, g in self.tuned.gains.items()},
+            "risks": [r.to_dict() for r in self.tuned.risks],
         }
 
 
@@ -67,7 +74,7 @@ def demo_target(
         from stortune.targets.localfs import LocalFsTarget
 
         target = LocalFsTarget(
-            load_space("localfs"),
+            load_space("stack"),
             image_size="2g",
             image=str(out.resolve() / "demo.img"),
             memory_limit="128m",
@@ -79,14 +86,33 @@ def demo_target(
     return target, [None], "random read/write with fio in a directory"
 
 
+def risky_alternatives(space: Space) -> dict[str, Config]:
+    """The default config with one risky value each (of the parameters active in it), labelled
+    by what they change: what each risk would buy, measured, never recommended."""
+    default = space.default_config()
+    out = {}
+    for p in space.parameters:
+        for value in risky_values(p) if p.name in default else []:
+            try:
+                config = space.validate({**default, p.name: value})
+            except ConfigError:
+                continue  # a risky value that needs another setting too
+            out[f"risky {p.name}={str(value).lower()}"] = config
+            break  # its first risky value says enough; each costs a verification's runs
+    return out
+
+
 def run_demo(
     out: Path,
     reporter: Reporter,
     budget: int = 10,
-    repetitions: int = 2,
+    repetitions: int = 3,
     runtime: float = 3.0,
-    workload: str = "fileserver",
-    tuner: str = "tpe",
+    workload: str = "dbfsync",
+    tuner: str = "bo",
+    sample: int = 12,
+    top_k: int = 4,
+    verify: int = 5,
 ) -> DemoResult:
     from stortune.report import write_report  # matplotlib: only when a report is made
 
@@ -107,21 +133,32 @@ def run_demo(
             target=target,
             workloads=workloads,
             objective=Objective(METRIC),
-            settings=TuneSettings(budget=budget, repetitions=repetitions, baseline=True),
+            settings=TuneSettings(
+                budget=budget, repetitions=repetitions, baseline=True, intensify=True
+            ),
             rules=RunRules(timeout=runtime * 10 + 120),
             tuner=tuner,
             name=name,
-            verify=3,
+            rank=RankOptions("carver", top_k, "best", sample) if len(space) > top_k else None,
+            verify=verify,
+            compare=risky_alternatives(space),
         )
         tuned = start_tuning(db, job, reporter)
-        best = tuned.outcome.best_config or {}
-        changed = {k: v for k, v in best.items() if space.default_config().get(k) != v}
-        if tuned.outcome.best_config is None:
-            finding = "no evaluation succeeded; see `stortune show` for each run's error"
-        elif changed:
-            finding = f"best config changes {changed}"
-        else:
-            finding = f"no config beat the default in {tuned.outcome.evaluations} evaluations"
+        finding = _finding(tuned, safe_space(space))
         reporter.note("writing the report ...")
         report = write_report(db, name, out, subject=subject)
     return DemoResult(name, store_path, report.path, report.headline, finding, tuned)
+
+
+def _finding(tuned: TuneResult, space: Space) -> str:
+    best = tuned.outcome.best_config
+    if best is None:
+        return "no evaluation succeeded; see `stortune show` for each run's error"
+    default = space.default_config()
+    changed = {k: v for k, v in best.items() if default.get(k) != v}
+    gain = tuned.gain
+    if not changed:
+        return f"no config beat the default in {tuned.outcome.evaluations} evaluations"
+    if gain is not None and gain.significant and gain.gain > 0:
+        return f"recommended: {changed}"
+    return f"keep the default (the best config found, {changed}, was within noise of it)"

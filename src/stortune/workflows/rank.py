@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from stortune.datasets import METRIC_PREFIX, Dataset, from_frame
+from stortune.datasets import INACTIVE, METRIC_PREFIX, Dataset, from_frame
 from stortune.enums import CampaignKind, Direction
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign
@@ -184,6 +184,9 @@ def thin_ranking_warning(configs: int, parameters: int) -> str | None:
 
 
 def _plain(value: Any) -> Any:
+    """A table cell as a config value (None where the parameter was inactive)."""
     if hasattr(value, "item"):
         value = value.item()
-    return None if isinstance(value, float) and math.isnan(value) else value
+    if isinstance(value, float) and math.isnan(value) or value == INACTIVE:
+        return None
+    return value

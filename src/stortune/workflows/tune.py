@@ -25,7 +25,7 @@ from stortune.measure.objective import Objective, pareto_front
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.tuning import TunePlan, TuneSettings
-from stortune.measure.verify import Gain, in_loop_gain, latest_verification
+from stortune.measure.verify import SAFE_LABEL, Gain, in_loop_gain, latest_verification
 from stortune.space import Config, Space
 from stortune.space.risk import Risk, risks_of, safe_space
 from stortune.store import Campaign, Store
@@ -36,8 +36,6 @@ from stortune.workflows.rank import Ranking, RankOptions, rank_space, sample_spa
 from stortune.workflows.reporting import Reporter, Silent, run_measuring
 from stortune.workflows.verify import verify
 from stortune.workloads.base import Workload
-
-SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
 
 
 @dataclass
