@@ -27,7 +27,9 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
             "--runtime",
             "1",
             "--repetitions",
-            "1",
+            "2",
+            "--sample",
+            "4",
             "--tuner",
             "random",
             "--json",
@@ -45,8 +47,13 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
         assert f'id="{section}"' in html
     with Store(data["store"]) as db:
         trials = db.trials(db.campaign(data["campaign"]).id)
-    assert len(trials) == 3 and trials[0].info == {"source": "default"}
+    assert len(trials) == 3 and trials[0].info["source"] == "default"
+    assert trials[0].info["race"]["verdict"] == "first"  # the default: the first incumbent
     assert all(t.status == "ok" for t in trials), [t.error for t in trials]
+    # default and best re-measured, and beside them what each risky option would buy
+    risky = [label for label in data["gains"] if label.startswith("risky ")]
+    assert "best" in data["gains"] and "risky ext4_barrier=false" in risky
+    assert data["risks"] == []  # the best config tuned is safe: risky values are not searched
     assert not (out / "demo.img").exists()  # the image went with the teardown
     mounts = Path("/proc/self/mounts").read_text()
     assert str(out) not in mounts

@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from stortune.datasets import METRIC_PREFIX, RUN_PREFIX, Dataset, from_frame, load_dataset
+from stortune.enums import RunStatus
 from stortune.errors import DatasetError, StoreError
 from stortune.store import Campaign, Store
 
@@ -151,7 +152,7 @@ def describe_metric(metric: str) -> str:
 
 def _only_ok(frame: pd.DataFrame) -> pd.DataFrame:
     if STATUS_COLUMN in frame.columns:
-        frame = frame[frame[STATUS_COLUMN].astype(str) == "ok"]
+        frame = frame[frame[STATUS_COLUMN].astype(str) == RunStatus.OK]
     return frame
 
 

@@ -26,7 +26,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from stortune.enums import RunStatus, TrialStatus
+from stortune.enums import Direction, RunStatus, TrialStatus
 from stortune.errors import ConfigError, StortuneError
 from stortune.measure.log import CampaignLog
 from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
@@ -298,7 +298,7 @@ class TunePlan(Plan):
 
     def _pairs(self, trial: Trial) -> list[float]:
         """Log-ratios of the race's complete steps, positive when the challenger was better."""
-        maximise = self.log.objective.direction == "max"
+        maximise = self.log.objective.direction == Direction.MAX
         by_step: dict[int, dict[bool, list]] = {}
         for other in self.log.trials():
             for run in other.runs:

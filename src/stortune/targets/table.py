@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from stortune.datasets import INACTIVE, RUN_PREFIX, Dataset, load_dataset
-from stortune.enums import Direction
+from stortune.enums import Direction, RunStatus
 from stortune.errors import ConfigError, TargetError
 from stortune.sampling import config_key
 from stortune.space import Config, Space, space_from_dataset
@@ -90,7 +90,7 @@ class TableTarget(Target):
             else [NO_WORKLOAD] * len(frame)
         )
         ok = (
-            (frame[STATUS_COLUMN].astype(str) == "ok").tolist()
+            (frame[STATUS_COLUMN].astype(str) == RunStatus.OK).tolist()
             if STATUS_COLUMN in frame
             else [True] * len(frame)
         )
