@@ -172,7 +172,10 @@ def normalize_url(url_or_path: str) -> str:
     """A plain path means a SQLite file; anything with '://' is a SQLAlchemy URL."""
     if "://" in url_or_path:
         return url_or_path
-    return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
+    try:
+        return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
+    except (OSError, RuntimeError, ValueError) as exc:  # a NUL byte, a symlink loop, no home
+        raise StoreError(f"cannot open the store {url_or_path!r}: {_reason(exc)}") from None
 
 
 _SCHEMA_ATTEMPTS = 12  # tries at creating the tables while other processes do the same
@@ -187,6 +190,17 @@ class Store:
         for attempt in range(_SCHEMA_ATTEMPTS):
             try:
                 older = sa.inspect(self.engine).has_table("campaigns")
+                tables = set(sa.inspect(self.engine).get_table_names())
+                if (
+                    self.engine.dialect.name == "sqlite"
+                    and tables
+                    and not tables & set(metadata.tables)
+                ):
+                    # a SQLite file of another program: adding stortune's tables would alter it
+                    raise StoreError(
+                        f"cannot open the store {self.url}: it is another program's database "
+                        f"(tables {', '.join(sorted(tables)[:5])}), not a stortune store"
+                    )
                 metadata.create_all(self.engine)
                 self.schema_version = self._settle_version(older)
                 break
@@ -199,6 +213,10 @@ class Store:
                 if racing and attempt < _SCHEMA_ATTEMPTS - 1:
                     time.sleep(0.05 * (attempt + 1))
                     continue
+                raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
+            except (ValueError, TypeError, KeyError) as exc:
+                # rows stortune did not write (a schema version that is no number), or a driver
+                # option in the URL of the wrong type (sqlite:///x.db?timeout=soon)
                 raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
 
     def _settle_version(self, older: bool) -> int:
@@ -595,11 +613,24 @@ def _run(row: sa.Row) -> Run:
 def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///") :])
-        if str(path) not in ("", ":memory:") and not path.parent.exists():
+        try:
+            missing = str(path) not in ("", ":memory:") and not path.parent.exists()
+            # SQLite takes a file shorter than its header for an empty database and writes
+            # over it: a file that is not SQLite's stays untouched
+            head = b""
+            if path.is_file():
+                with path.open("rb") as f:
+                    head = f.read(16)
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, no permission
+            raise StoreError(f"cannot open the store {url!r}: {_reason(exc)}") from None
+        if missing:
             raise StoreError(f"cannot open the store {url}: folder {path.parent} does not exist")
+        if head and head != b"SQLite format 3\x00":
+            raise StoreError(f"cannot open the store {url}: the file is not a SQLite database")
     try:
         engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
+        # ValueError: a URL whose port is no number (postgresql://host:abc/x)
         raise StoreError(f"cannot use the store URL {url!r}: {_reason(exc)}") from None
     if engine.dialect.name == "sqlite":
 

@@ -3,25 +3,71 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+import sqlalchemy as sa
 import typer
 import yaml
 from rich.table import Table
 
 from stortune.cli.common import StoreOption, console, print_json
 from stortune.datasets import load_dataset
-from stortune.errors import StortuneError
+from stortune.errors import StoreError, StortuneError
 from stortune.sources import campaign_frame
 from stortune.space import load_space, space_from_dataset
-from stortune.store import Store
+from stortune.store import Campaign, Store, Trial
 
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
 
 
 def _when(timestamp: float) -> str:
     return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+# What rows that stortune did not write (a broken JSON cell, a text where a time belongs, a table
+# of another shape) raise while they are read and shown.
+_UNREADABLE = (
+    sa.exc.SQLAlchemyError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    ArithmeticError,
+    OSError,
+)
+
+
+@contextmanager
+def reading(db: Store) -> Iterator[None]:
+    """Reading a store someone else changed (or a disk corrupted) ends in one line naming the
+    store, not a traceback: the rows are the store's fault, not the command's."""
+    try:
+        yield
+    except StortuneError:
+        raise
+    except _UNREADABLE as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreError(f"cannot read the store {db.url}: {reason}") from None
+
+
+def _trials_table(c: Campaign, trials: list[Trial]) -> tuple[str, Table]:
+    """`stortune show`'s heading and table of a campaign's trials."""
+    heading = (
+        f"campaign {c.name!r} ({c.kind}, {c.status}): space {c.space_name}, target "
+        f"{c.target.get('kind')}, tuner {c.tuner or '-'}, objective {c.metric}:{c.direction}"
+    )
+    table = Table()
+    for column in ("#", "status", c.metric, "rsd", "runs", "config"):
+        table.add_column(column)
+    for t in trials:
+        rsds = [w.get("rsd") for w in (t.summary or {}).values() if isinstance(w, dict)]
+        rsd = f"{max(rsds):.1%}" if rsds and all(r is not None for r in rsds) else ""
+        value = f"{t.value:.4g}" if t.value is not None else (t.error or "")[:60]
+        table.add_row(str(t.seq), t.status, value, rsd, str(len(t.runs)), str(t.config))
+    return heading, table
 
 
 def register(app: typer.Typer) -> None:
@@ -31,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune campaigns --store results.db
         """
-        with Store(store) as db:
+        with Store(store) as db, reading(db):
             rows = []
             for c in db.campaigns():
                 rows.append(
@@ -70,34 +116,23 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune show demo --store demo.db
         """
-        with Store(store) as db:
+        with Store(store) as db, reading(db):
             c = db.campaign(campaign)
             trials = db.trials(c.id)
+            payload = {
+                "campaign": c.__dict__,
+                "trials": [
+                    {k: v for k, v in t.__dict__.items() if k != "runs"}
+                    | {"runs": [r.__dict__ for r in t.runs]}
+                    for t in trials
+                ],
+            }
+            if not json_out:  # formatted here, where a stored value of the wrong type is caught
+                heading, table = _trials_table(c, trials)
         if json_out:
-            print_json(
-                {
-                    "campaign": c.__dict__,
-                    "trials": [
-                        {k: v for k, v in t.__dict__.items() if k != "runs"}
-                        | {"runs": [r.__dict__ for r in t.runs]}
-                        for t in trials
-                    ],
-                }
-            )
+            print_json(payload)
             return
-        console.print(
-            f"campaign {c.name!r} ({c.kind}, {c.status}): space {c.space_name}, target "
-            f"{c.target.get('kind')}, tuner {c.tuner or '-'}, objective {c.metric}:{c.direction}",
-            highlight=False,
-        )
-        table = Table()
-        for column in ("#", "status", c.metric, "rsd", "runs", "config"):
-            table.add_column(column)
-        for t in trials:
-            rsds = [w.get("rsd") for w in (t.summary or {}).values() if isinstance(w, dict)]
-            rsd = f"{max(rsds):.1%}" if rsds and all(r is not None for r in rsds) else ""
-            value = f"{t.value:.4g}" if t.value is not None else (t.error or "")[:60]
-            table.add_row(str(t.seq), t.status, value, rsd, str(len(t.runs)), str(t.config))
+        console.print(heading, highlight=False)
         console.print(table)
 
     @app.command("export")
@@ -119,7 +154,7 @@ def register(app: typer.Typer) -> None:
         Example: stortune export localfs-lhs200 localfs-random70 -o data/localfs.csv
         """
         frames = []
-        with Store(store) as db:
+        with Store(store) as db, reading(db):
             for name in campaigns:
                 frame = campaign_frame(db, db.campaign(name), include_failed=not ok_only)
                 if frame.empty:
@@ -127,12 +162,15 @@ def register(app: typer.Typer) -> None:
                 frame.insert(0, "run.campaign", name)
                 frames.append(frame)
         frame = pd.concat(frames, ignore_index=True)
-        if out.suffix.lower() in (".parquet", ".pq"):
-            frame.to_parquet(out, index=False)
-        elif out.suffix.lower() == ".csv":
-            frame.to_csv(out, index=False)
-        else:
+        if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
             raise StortuneError(f"{out}: write .csv or .parquet")
+        try:
+            if out.suffix.lower() == ".csv":
+                frame.to_csv(out, index=False)
+            else:
+                frame.to_parquet(out, index=False)
+        except OSError as exc:
+            raise StortuneError(f"cannot write {out}: {exc.strerror or exc}") from None
         console.print(
             f"wrote {len(frame)} runs of {', '.join(map(repr, campaigns))} to {out}",
             highlight=False,

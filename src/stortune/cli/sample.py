@@ -7,8 +7,15 @@ from pathlib import Path
 import typer
 
 from stortune.cli.common import console, print_json
+from stortune.cli.space import COUNT_LIMIT
+from stortune.errors import StortuneError
 from stortune.sampling import METHODS, sample
 from stortune.space import load_space
+from stortune.space.parameter import MAX_LEVELS, check_levels
+
+# Designs are for measuring, a config at a time: 10,000 configs take half a minute to draw and
+# far longer than anyone measures; a bigger -n only ties up the machine.
+MAX_SAMPLES = 10_000
 
 
 def register(app: typer.Typer) -> None:
@@ -17,10 +24,15 @@ def register(app: typer.Typer) -> None:
         space: str = typer.Argument(..., help="A space file (YAML) or a bundled space's name."),
         method: str = typer.Option("lhs", "--method", "-m", help=f"One of {', '.join(METHODS)}."),
         n: int = typer.Option(
-            10, "-n", help="How many configs (factorial: at most this many; 0 = all)."
+            10,
+            "-n",
+            help=f"How many configs, at most {MAX_SAMPLES:,} (factorial: at most this many; "
+            "0 = all).",
         ),
-        seed: int = typer.Option(0, help="Random seed."),
-        levels: int = typer.Option(3, help="Factorial: grid levels for numeric parameters."),
+        seed: int = typer.Option(0, help="Random seed (0 or more)."),
+        levels: int = typer.Option(
+            3, help=f"Factorial: grid levels for numeric parameters (1 to {MAX_LEVELS})."
+        ),
         csv: Path | None = typer.Option(None, "--csv", help="Write the configs to this CSV file."),
         json_out: bool = typer.Option(False, "--json", help="Print the configs as JSON."),
     ) -> None:
@@ -28,10 +40,19 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune sample ext4 --method lhs -n 20 --csv design.csv
         """
+        check_arguments(method, n, seed, levels)
         s = load_space(space)
+        if method == "factorial" and s.raw_grid_size(levels) > COUNT_LIMIT:
+            raise StortuneError(
+                f"the full factorial of {s.name!r} has {s.raw_grid_size(levels):.3g} configs, "
+                f"more than {COUNT_LIMIT:,}: use fewer --levels or another --method"
+            )
         design = sample(s, method, n, seed, levels)
         if csv is not None:
-            s.to_frame(design.configs).to_csv(csv, index=False)
+            try:
+                s.to_frame(design.configs).to_csv(csv, index=False)
+            except OSError as exc:
+                raise StortuneError(f"cannot write {csv}: {exc.strerror or exc}") from None
         if json_out:
             print_json(
                 {
@@ -49,3 +70,13 @@ def register(app: typer.Typer) -> None:
             console.print(f"note: {note}", highlight=False)
         if csv is not None:
             console.print(f"wrote {len(design.configs)} configs to {csv}", highlight=False)
+
+
+def check_arguments(method: str, n: int, seed: int, levels: int) -> None:
+    """Refuse, in one line, what would fail deep inside sampling or never finish."""
+    least = 0 if method == "factorial" else 1
+    if not least <= n <= MAX_SAMPLES:
+        raise StortuneError(f"-n must be from {least} to {MAX_SAMPLES:,}, not {n}")
+    if seed < 0:
+        raise StortuneError(f"--seed must be 0 or more, not {seed}")
+    check_levels(levels)

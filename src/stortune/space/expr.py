@@ -48,6 +48,11 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 _CONSTANTS = {"true": True, "false": False, "True": True, "False": False}
 _MAX_POWER = 64
+# Bounds that keep a hostile space file from exhausting the parser, the stack or the memory: the
+# bundled spaces' longest expression has about 100 characters and 6 levels of nesting.
+MAX_LENGTH = 1000
+MAX_DEPTH = 100
+_MAX_BITS = 10_000  # an integer result of ** (2**64 needs 65)
 
 
 class ExpressionError(SpaceError):
@@ -68,12 +73,24 @@ class Expression:
 
 def compile_expression(text: str, known_names: set[str] | None = None) -> Expression:
     """Parse `text` into an Expression; names must be in `known_names` when that is given."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        kind = "a list" if isinstance(text, list) else "a mapping" if isinstance(text, dict) else ""
+        raise ExpressionError(f"an expression is text, not {kind or repr(text)[:60]}")
+    if not text.strip():
         raise ExpressionError("empty expression")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(
+            f"{text[:40]!r}...: an expression has at most {MAX_LENGTH} characters, not {len(text)}"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse {text!r}: {exc.msg}") from None
+    except (MemoryError, RecursionError, ValueError):
+        # CPython's parser gives up on deep nesting (10,000 `not`s) with these, not SyntaxError
+        raise ExpressionError(f"cannot parse {text[:40]!r}...: nested too deeply") from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise ExpressionError(f"{text[:40]!r}...: nested deeper than {MAX_DEPTH} levels")
     names: set[str] = set()
     evaluate = _compile(tree.body, text, names)
     if known_names is not None:
@@ -98,7 +115,7 @@ def _compile(node: ast.AST, text: str, names: set[str]) -> Evaluator:
         return lambda v: v[name]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _compile(node.left, text, names), _compile(node.right, text, names)
-        op = _BINARY[type(node.op)]
+        op = _arithmetic(_BINARY[type(node.op)])
         if isinstance(node.op, ast.Pow):
             return lambda v: _bounded_power(left(v), right(v))
         return lambda v: op(left(v), right(v))
@@ -151,8 +168,37 @@ def _compile_compare(node: ast.Compare, text: str, names: set[str]) -> Evaluator
     return evaluate
 
 
+def _depth(root: ast.AST) -> int:
+    """How deeply the tree nests, counted without recursion (the tree may be deep)."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def _bounded_power(base: Any, exponent: Any) -> Any:
-    """`**` with a bounded exponent, so that a space file cannot ask for a huge number."""
+    """`**` with a bounded exponent and result, so that a space file cannot ask for a huge
+    number (``(10**64)**64**...`` would take all memory and time)."""
     if abs(exponent) > _MAX_POWER:
         raise ExpressionError(f"exponent {exponent} is larger than {_MAX_POWER}")
+    bits = abs(base).bit_length() if isinstance(base, int) else 0
+    if isinstance(exponent, int) and bits * exponent > _MAX_BITS:
+        raise ExpressionError(f"a power of {exponent} of a {bits}-bit number is too large")
     return base**exponent
+
+
+def _arithmetic(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """An arithmetic operator on numbers only: ``'x' * 10**9`` or ``'%9999999d' % 1`` would build
+    huge strings, and text has no arithmetic a constraint needs."""
+
+    def apply(left: Any, right: Any) -> Any:
+        for value in (left, right):
+            if isinstance(value, str | tuple):
+                raise TypeError(
+                    f"arithmetic on {type(value).__name__} {value!r:.40} is not allowed"
+                )
+        return op(left, right)
+
+    return apply

@@ -187,6 +187,8 @@ class Parameter:
     def grid(self, levels: int = 3) -> list[Any]:
         """Values for a full-factorial design: every value of a discrete parameter (ints with at
         most `levels` values included), else `levels` evenly spaced (log-spaced) values."""
+        if levels < 1:
+            raise ConfigError(f"grid levels must be at least 1, not {levels}")
         if self.kind in (Kind.CATEGORICAL, Kind.ORDINAL, Kind.BOOL):
             return list(self.values)
         if self.kind is Kind.INT and self.cardinality <= levels:
@@ -243,7 +245,10 @@ def _key(value: Any) -> Any:
     if isinstance(value, bool | np.bool_):
         return ("bool", bool(value))
     if _is_number(value):
-        return ("num", float(value))
+        try:
+            return ("num", float(value))
+        except OverflowError:  # an int beyond floats: equal only to itself
+            return ("num", int(value))
     return ("str", str(value))
 
 
@@ -254,10 +259,16 @@ def _is_number(value: Any) -> bool:
 
 
 def _parse_scalar(text: str) -> Any:
+    """A value written as text (a dataset cell, a command line): a number, a boolean (an
+    ordinal of booleans, as a safe space keeps of a bool), else the text."""
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
     try:
         number = float(text)
     except ValueError:
         return text
+    if not math.isfinite(number):
+        return number
     return int(number) if number == int(number) else number
 
 
@@ -277,9 +288,20 @@ def _plain(value: Any) -> Any:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+    if isinstance(value, float) and abs(value) < 1e15 and value == int(value):  # nan, inf fail
         return str(int(value))
     return str(value)
+
+
+MAX_LEVELS = 1000  # grid levels a user may ask for: more only takes memory and time
+
+
+def check_levels(levels: Any) -> None:
+    """Refuse grid levels from a user that make no design (0, negative) or an absurd one."""
+    if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= MAX_LEVELS:
+        raise ConfigError(
+            f"grid levels must be a whole number from 1 to {MAX_LEVELS}, not {levels}"
+        )
 
 
 def ensure_values(values: Sequence[Any]) -> tuple[Any, ...]:
