@@ -62,18 +62,25 @@ def build_app() -> typer.Typer:
             "restarts) on stderr; -vv for debugging detail.",
         ),
         show_version: bool = typer.Option(
-            False, "--version", help="Print stortune's version and exit.", is_eager=True
+            False,
+            "--version",
+            help="Print stortune's version and exit.",
+            is_eager=True,
+            callback=_print_version,
         ),
     ) -> None:
-        if show_version:
-            typer.echo(f"stortune {version()}")
-            raise typer.Exit()
         if verbose:
             configure_logging(logging.DEBUG if verbose > 1 else logging.INFO)
 
     for name in COMMAND_MODULES:
         importlib.import_module(f"stortune.cli.{name}").register(app)
     return app
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"stortune {version()}")
+        raise typer.Exit()
 
 
 def configure_logging(level: int) -> None:
@@ -89,12 +96,23 @@ app = build_app()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors become one line on stderr and exit code 2; an interrupted
-    campaign says how to resume it."""
+    """Entry point: user errors, the command line's own among them, become one line on stderr
+    and exit code 2; an interrupted campaign says how to resume it."""
+    # typer's bundled click: its usage errors are formatted here, as one line
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
     from stortune.measure.runner import Interrupted
 
     try:
-        app(args=argv)
+        code = app(args=argv, prog_name="stortune", standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
+    except NoArgsIsHelpError:
+        raise SystemExit(2) from None  # the help was printed
+    except ClickException as exc:
+        fail(f"{exc.format_message()} (see --help)", exc.exit_code)
+    except typer.Abort:
+        fail("interrupted", 130)  # Ctrl-C outside a measuring loop
     except Interrupted as exc:
         fail(f"{exc}; continue with: {resume_hint(exc.campaign, argv)}", exc.exit_code)
     except StortuneError as exc:

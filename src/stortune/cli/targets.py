@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,8 +132,10 @@ class TargetOptions:
         return cls(space, **values)
 
     def workloads(self, target: Target) -> list[Workload | None]:
-        if self.runtime is not None and self.runtime <= 0:
-            raise StortuneError(f"--runtime must be positive, not {self.runtime}")
+        if self.runtime is not None and not (math.isfinite(self.runtime) and self.runtime > 0):
+            raise StortuneError(
+                f"--runtime must be a positive number of seconds, not {self.runtime}"
+            )
         return target.workloads(list(self.workload), self.runtime)
 
 

@@ -17,6 +17,12 @@ from stortune.space.space import Space
 
 
 def space_from_dataset(dataset: Dataset, max_levels: int = 16) -> Space:
+    """The space of a dataset's parameter columns; a column whose name is no parameter name
+    (a space, a quote) is refused here, in one line, not when a stored campaign is read back."""
+    from stortune.space.loader import check_name
+
+    for name in dataset.params:
+        check_name(name, dataset.source or "dataset")
     parameters = [_infer(name, dataset.frame[name], max_levels) for name in dataset.params]
     name = dataset.source.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "dataset"
     return Space(name, parameters, description=f"inferred from {dataset.source}")

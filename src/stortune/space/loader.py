@@ -260,7 +260,7 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         where = f"{source}:{doc.lines.get('parameters', doc.line)}"
         raise SpaceError(f"{where}: 'parameters' must be a non-empty mapping of name to spec")
     for pname in params_doc:
-        _check_name(pname, f"{source}:{params_doc.lines[pname]}")
+        check_name(pname, f"{source}:{params_doc.lines[pname]}")
     known = set(params_doc)
     parameters = [
         _parameter(str(pname), spec, f"{source}:{params_doc.lines[pname]}", known)
@@ -280,7 +280,7 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         raise SpaceError(f"{source}: {exc}") from None
 
 
-def _check_name(name: Any, where: str) -> None:
+def check_name(name: Any, where: str) -> None:
     """Parameter names end up in expressions, configs, commands, CSV headers and SQL: only
     plain ones (see NAME), so that none can be misread as code, an option or a path."""
     if not isinstance(name, str):
