@@ -18,20 +18,22 @@ from stortune.targets.command import CommandTarget
 TICK = 100  # os.sysconf("SC_CLK_TCK") on Linux
 
 
-def probe(t: float, user: int, own: int, benchmarks: tuple[str, ...] = ()) -> Probe:
-    return Probe(t, user, own, benchmarks)
+def probe(
+    t: float, user: int, own: int, benchmarks: tuple[str, ...] = (), io: dict | None = None
+) -> Probe:
+    return Probe(t, user, own, benchmarks, io or {})
 
 
 def test_judge_names_the_disturbance() -> None:
     limits = Limits(other_cpu_cores=0.5, other_io_mbs=5.0)
-    quiet = judge(probe(0, 0, 0), probe(10, 10 * TICK, 9 * TICK), {}, limits)
+    quiet = judge(probe(0, 0, 0), probe(10, 10 * TICK, 9 * TICK), limits)
     assert quiet is None  # 1 core of user time, 0.9 of it ours: 0.1 core of others
-    busy = judge(probe(0, 0, 0), probe(10, 20 * TICK, 9 * TICK), {}, limits)
+    busy = judge(probe(0, 0, 0), probe(10, 20 * TICK, 9 * TICK), limits)
     assert busy == "other processes used 1.10 CPU cores during the run"
-    other = judge(probe(0, 0, 0, ("42 fio",)), probe(10, 0, 0), {}, limits)
+    other = judge(probe(0, 0, 0, ("42 fio",)), probe(10, 0, 0), limits)
     assert other == "another benchmark was running: 42 fio"
-    io = judge(probe(0, 0, 0), probe(10, 0, 0), {"sys.other_io_mb": 80.0}, limits)
-    assert io == "other I/O of 8.0 MB/s on devices the run does not use"
+    io = judge(probe(0, 0, 0, io={7: 5_000_000}), probe(10, 0, 0, io={7: 85_000_000}), limits)
+    assert io == "other processes read or wrote 8.0 MB/s during the run"
 
 
 def test_own_children_are_not_other_benchmarks(tmp_path: Path) -> None:
@@ -139,10 +141,28 @@ def test_a_machine_that_stays_busy_stops_the_campaign_resumable(tmp_path: Path) 
     try:
         result = subprocess.run(
             [
-                *STORTUNE, "run", "--space", str(tmp_path / "s.yaml"), "--command",
-                f"{sys.executable} {script} {{x}}", "-o", "score:max", "--budget", "3", "-r",
-                "1", "--check-disturbance", "--busy-wait", "3", "--reference-every", "0",
-                "--store", str(db), "--name", "busy", "-q",
+                *STORTUNE,
+                "run",
+                "--space",
+                str(tmp_path / "s.yaml"),
+                "--command",
+                f"{sys.executable} {script} {{x}}",
+                "-o",
+                "score:max",
+                "--budget",
+                "3",
+                "-r",
+                "1",
+                "--check-disturbance",
+                "--busy-wait",
+                "3",
+                "--reference-every",
+                "0",
+                "--store",
+                str(db),
+                "--name",
+                "busy",
+                "-q",
             ],  # fmt: skip
             capture_output=True,
             text=True,

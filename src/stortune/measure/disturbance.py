@@ -7,8 +7,9 @@ each run the guard takes a probe of the machine:
   or its children),
 * CPU time spent in user mode by anyone but this process and its children (our own benchmark
   counts as ours; kernel I/O threads run in system mode and do not count),
-* I/O on block devices the run does not use (when the measurement reports it as
-  ``sys.other_io_mb``, as the localfs target's runs do).
+* bytes other processes read from and wrote to storage (their /proc/PID/io; kernel threads
+  are left out: the journal and write-back threads also carry the run's own I/O, and a loop
+  device's writes reach the disk under its image through them).
 
 A run is disturbed when another benchmark was seen, or when the others' CPU or I/O during the run
 exceeds a limit. The loop then redoes it (a bounded number of times) and keeps what it saw.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BENCHMARKS = frozenset(
@@ -44,6 +45,7 @@ class Probe:
     user_ticks: int  # all CPUs, user + nice, since boot
     own_ticks: int  # this process and its waited-for children, user mode
     benchmarks: tuple[str, ...]  # "pid name" of other benchmark processes
+    other_io: dict[int, int] = field(default_factory=dict)  # pid -> bytes read + written
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,14 @@ class Limits:
 
 
 def probe() -> Probe:
-    return Probe(time.monotonic(), _user_ticks(), _own_ticks(), tuple(other_benchmarks()))
+    ours = _descendants(os.getpid()) | {os.getpid()}
+    return Probe(
+        time.monotonic(), _user_ticks(), _own_ticks(ours), tuple(other_benchmarks(ours)),
+        _io_of(ours),
+    )  # fmt: skip
 
 
-def judge(before: Probe, after: Probe, metrics: dict[str, float], limits: Limits) -> str | None:
+def judge(before: Probe, after: Probe, limits: Limits) -> str | None:
     """Why the run between two probes was disturbed, or None."""
     seen = sorted(set(before.benchmarks) | set(after.benchmarks))
     if seen:
@@ -71,15 +77,15 @@ def judge(before: Probe, after: Probe, metrics: dict[str, float], limits: Limits
     cores = others / ticks / seconds
     if cores > limits.other_cpu_cores:
         return f"other processes used {cores:.2f} CPU cores during the run"
-    other_io = metrics.get("sys.other_io_mb")
-    if other_io is not None and other_io / seconds > limits.other_io_mbs:
-        return f"other I/O of {other_io / seconds:.1f} MB/s on devices the run does not use"
+    other_io = sum(n - before.other_io.get(pid, 0) for pid, n in after.other_io.items()) / 1e6
+    if other_io / seconds > limits.other_io_mbs:
+        return f"other processes read or wrote {other_io / seconds:.1f} MB/s during the run"
     return None
 
 
-def other_benchmarks() -> list[str]:
+def other_benchmarks(ours: set[int] | None = None) -> list[str]:
     """Benchmark processes that are neither this process nor one of its descendants."""
-    ours = _descendants(os.getpid()) | {os.getpid()}
+    ours = ours if ours is not None else _descendants(os.getpid()) | {os.getpid()}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in ours:
@@ -91,6 +97,23 @@ def other_benchmarks() -> list[str]:
         if name in BENCHMARKS:
             found.append(f"{entry.name} {name}")
     return found
+
+
+def _io_of(ours: set[int]) -> dict[int, int]:
+    """Bytes each user process but ours has read from and written to storage, since it
+    started (kernel threads, which have no command line, are left out)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in ours:
+            continue
+        try:
+            if not (entry / "cmdline").read_bytes():
+                continue
+            fields = dict(line.split(": ", 1) for line in (entry / "io").read_text().splitlines())
+        except (OSError, ValueError):
+            continue
+        out[int(entry.name)] = int(fields.get("read_bytes", 0)) + int(fields.get("write_bytes", 0))
+    return out
 
 
 def _descendants(pid: int) -> set[int]:
@@ -118,8 +141,7 @@ def _user_ticks() -> int:
     return int(fields[1]) + int(fields[2])  # user + nice
 
 
-def _own_ticks() -> int:
-    ours = [os.getpid(), *_descendants(os.getpid())]
+def _own_ticks(ours: set[int]) -> int:
     total = 0
     for pid in ours:
         try:
@@ -137,4 +159,4 @@ def busy_now(limits: Limits, window: float = 0.5) -> str | None:
     if before.benchmarks:
         return f"another benchmark is running: {', '.join(before.benchmarks[:3])}"
     time.sleep(window)
-    return judge(before, probe(), {}, limits)
+    return judge(before, probe(), limits)

@@ -319,7 +319,7 @@ class Runner:
                 return self._timed(slot, timeout)
             before = disturbance.probe()
             measurement = self._timed(slot, timeout)
-            reason = disturbance.judge(before, disturbance.probe(), measurement.metrics, limits)
+            reason = disturbance.judge(before, disturbance.probe(), limits)
             if reason is None:
                 if attempts:
                     measurement.info["disturbed_attempts"] = attempts
