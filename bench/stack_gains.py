@@ -1,0 +1,558 @@
+"""Verified gains on the real stack: stortune's flow against Optuna TPE and random search.
+
+Local stack (the `stack` space: ext4/xfs/btrfs with their mkfs and mount options, block layer,
+vm; a 2 GiB loop image, the benchmark's page cache capped at 128 MiB so runs reach the stack),
+for each workload:
+
+1. One Latin hypercube of the safe stack space, measured once under every workload with short
+   runs (the default config as a reference every 10), shared by all workloads: the ranking's
+   data and the "much larger search" to compare with.
+2. stortune's flow: Carver and Lasso rank the parameters from the sample; the default tuner (bo)
+   tunes the top K (the others at their defaults) with intensification (paired races,
+   the best by lower confidence bound), `--budget` evaluations. Once more with risk allowed:
+   the top K plus every parameter whose values carry a risk.
+3. The peers, as a user of Optuna would run them: TPE and random search on the whole safe
+   space, one run per config, the best single value, the same number of evaluations.
+4. One verification per workload, interleaved, `--verify` repetitions each: the default, each
+   tuner's best, the sample's best and the risky best, so every gain comes from the same runs.
+
+Ceph (`--ceph`): the cleaned Ceph space on a 1-OSD mini-cluster, rados bench write, sequential
+and random read measured together (their geometric mean is the objective): a Lasso ranking
+from samples drawn until it stands above the noise (the top K of bootstrap resamples agree with
+the whole sample's), then the three tuners on the top K, verified on 3 OSDs beside the default
+and the expert config.
+
+Every campaign lives in one store (`--store`); an interrupted run resumes where it stopped.
+Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk setting, with the
+verified gain and its 90% CI) and the Markdown table printed at the end.
+
+Needs root. Run: python bench/stack_gains.py [--workloads metadata,stream,rand4k,dbfsync]
+                 [--budget 60] [--ceph] [--only-ceph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stortune.enums import CampaignKind, CampaignStatus
+from stortune.measure.campaigns import open_campaign
+from stortune.measure.objective import Objective
+from stortune.measure.results import campaign_best
+from stortune.measure.runner import RunRules
+from stortune.measure.tuning import TuneSettings
+from stortune.measure.verify import in_loop_gain, new_verification, stored_gains
+from stortune.space import Config, Space, load_space
+from stortune.space.risk import risks_of, safe_space
+from stortune.store import Store
+from stortune.targets.base import Target
+from stortune.tuners.topk import pin
+from stortune.workflows.rank import sample_space
+from stortune.workflows.reporting import run_measuring
+from stortune.workflows.tune import TuneJob, resume_tuning, start_tuning
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "stack-gains.json"
+METRIC = "total.bw_mbs"
+LOCAL_WORKLOADS = ("metadata", "stream", "rand4k", "dbfsync")
+RADOS = ("rados-write", "rados-seq", "rados-rand")
+PEERS = ("tpe", "random")
+
+
+class Console:
+    """Progress lines with the time they were printed (runs take hours)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def note(self, text: str) -> None:
+        print(f"[{(time.monotonic() - self.started) / 60:6.1f} min] {text}", flush=True)
+
+    def measuring(self, label: str, measuring: Any) -> Any:
+        from contextlib import nullcontext
+
+        self.note(f"measuring {label}")
+        return nullcontext(lambda _event: None)
+
+
+# ---- campaigns that resume -------------------------------------------------------------------
+def done(store: Store, name: str) -> bool:
+    found = {c.name: c for c in store.campaigns()}
+    return name in found and found[name].status == CampaignStatus.FINISHED
+
+
+def exists(store: Store, name: str) -> bool:
+    return name in {c.name for c in store.campaigns()}
+
+
+def finish(store: Store, name: str, console: Console) -> None:
+    """Resume an unfinished campaign (a tuning one through the workflow, for its extras)."""
+    if exists(store, name) and not done(store, name):
+        campaign = store.campaign(name)
+        if campaign.kind == CampaignKind.TUNE:
+            resume_tuning(store, name, reporter=console)
+        else:
+            run_measuring(open_campaign(store, name), console, name)
+
+
+def seconds_of(store: Store, name: str) -> float:
+    """Wall time of a campaign: first run's start to last run's end (0 without runs)."""
+    runs = [r for t in store.trials(store.campaign(name).id) for r in t.runs]
+    return max((r.ended_at for r in runs), default=0.0) - min(
+        (r.started_at for r in runs), default=0.0
+    )
+
+
+def runs_of(store: Store, name: str) -> int:
+    return store.run_count(store.campaign(name).id)
+
+
+# ---- ranking from the sample ------------------------------------------------------------------
+def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int) -> list[str]:
+    """Carver's and Lasso's top parameters for one workload, interleaved (Carver first)."""
+    from stortune.importance import rank_dataset
+    from stortune.sources import load_source
+    from stortune.tuners.topk import top_k
+
+    dataset = load_source(sample, store.url, workload=workload)
+    carver = top_k(rank_dataset(dataset, "carver", dataset.metrics[0], "top-n", k), k)
+    lasso = top_k(rank_dataset(dataset, "lasso", dataset.metrics[0]), k)
+    out: list[str] = []
+    for pair in zip(carver, lasso, strict=False):
+        for name in pair:
+            if name not in out and name in space and len(out) < k:
+                out.append(name)
+    return out
+
+
+def sample_best(store: Store, sample: str, workload: str | None, space: Space) -> Config:
+    """The sample's best config for a workload (mean of its runs relative to the reference)."""
+    from stortune.sources import load_source
+
+    data = load_source(sample, store.url, workload=workload).aggregated()
+    metric = data.metrics[0]
+    frame = data.frame.dropna(subset=[metric])
+    row = frame.loc[frame[metric].idxmax()]
+    raw = {p: row[p] for p in data.params if p in space and str(row[p]) != "n/a"}
+    return space.validate({k: (v.item() if hasattr(v, "item") else v) for k, v in raw.items()})
+
+
+# ---- one workload's campaigns ---------------------------------------------------------------
+def tune_campaign(
+    store: Store,
+    name: str,
+    space: Space,
+    target: Target,
+    workloads: list[Any],
+    tuner: str,
+    budget: int,
+    rules: RunRules,
+    console: Console,
+    intensify: bool,
+    repetitions: int,
+    allow_risk: bool = False,
+    seed: int = 0,
+    metric: str = METRIC,
+) -> None:
+    if done(store, name):
+        return
+    if exists(store, name):
+        finish(store, name, console)
+        return
+    settings = TuneSettings(
+        budget=budget,
+        repetitions=repetitions if intensify else 1,
+        intensify=intensify,
+        baseline=intensify,
+        reference_every=10,
+    )
+    job = TuneJob(
+        space=space,
+        target=target,
+        workloads=workloads,
+        objective=Objective(metric),
+        settings=settings,
+        rules=rules,
+        tuner=tuner,
+        seed=seed,
+        name=name,
+        allow_risk=allow_risk,
+    )
+    start_tuning(store, job, console)
+
+
+def verify_all(
+    store: Store,
+    name: str,
+    tuned: str,
+    target: Target,
+    space: Space,
+    configs: dict[str, Config],
+    repetitions: int,
+    console: Console,
+) -> None:
+    """One interleaved re-measurement of every config (named `name`)."""
+    if done(store, name):
+        return
+    if not exists(store, name):
+        campaign = new_verification(
+            store, store.campaign(tuned), target.describe(), configs, repetitions, space
+        )
+        if campaign.name != name:
+            raise SystemExit(f"verification named {campaign.name}, expected {name}")
+    run_measuring(open_campaign(store, name, target=target), console, name)
+
+
+def verified_configs(store: Store, tuned: str) -> dict[str, Config]:
+    """The configs a tuning campaign's latest verification measured, by label."""
+    from stortune.measure.verify import latest_verification
+
+    verification = latest_verification(store, store.campaign(tuned))
+    if verification is None:
+        return {}
+    return {(t.info or {}).get("label", ""): dict(t.config) for t in store.trials(verification.id)}
+
+
+def rows_for(
+    store: Store,
+    workload: str,
+    space: Space,
+    campaigns: dict[str, str],
+    extra_seconds: dict[str, float],
+) -> list[dict[str, Any]]:
+    """Table rows from the verification of `campaigns` (label -> tuning campaign)."""
+    gains = stored_gains(store, store.campaign(campaigns["best"]))
+    configs = verified_configs(store, campaigns["best"])
+    out = []
+    for label, campaign in campaigns.items():
+        gain = gains.get(label)
+        tuned = store.campaign(campaign)
+        config = configs.get(label, {})
+        in_loop = in_loop_gain(store, tuned) if label == "best" else None
+        row: dict[str, Any] = {
+            "workload": workload,
+            "tuner": {"best": "stortune (bo)", "risky": "stortune (bo)"}.get(label, label),
+            "label": label,
+            "risk_allowed": label == "risky",
+            "evaluations": sum(1 for t in store.trials(tuned.id) if t.seq >= 0),
+            "runs": runs_of(store, campaign),
+            "seconds": seconds_of(store, campaign) + extra_seconds.get(label, 0.0),
+            "gain": 1 + gain.gain if gain else None,
+            "ci_low": 1 + gain.ci_low if gain else None,
+            "ci_high": 1 + gain.ci_high if gain else None,
+            "default_mean": gain.default_mean if gain else None,
+            "mean": gain.best_mean if gain else None,
+            "changes": {k: v for k, v in config.items() if space.default_config().get(k) != v},
+            "risks": [r.text() for r in risks_of(space, config)],
+        }
+        if in_loop is not None:
+            row.update(
+                in_loop=1 + in_loop.gain,
+                in_loop_low=1 + in_loop.ci_low,
+                in_loop_high=1 + in_loop.ci_high,
+            )
+        out.append(row)
+    return out
+
+
+def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict[str, Any]]:
+    from stortune.targets.localfs import LocalFsTarget
+    from stortune.workloads.fio import FioWorkload
+
+    stack = load_space("stack")
+    safe = safe_space(stack)
+    target = LocalFsTarget(stack, image_size="2g", memory_limit="128m")
+    rules = RunRules(timeout=args.runtime * 10 + 120, check_disturbance=True, busy_wait=3600)
+    names = list(args.workloads)
+    sample = "stack-sample"
+    if not done(store, sample):
+        if exists(store, sample):
+            finish(store, sample, console)
+        else:
+            short = [FioWorkload(w, runtime=args.sample_runtime) for w in names]
+            sample_space(
+                store, sample, safe, target, short, Objective(METRIC), args.sample, rules,
+                console, seed=args.seed, reference_every=10,
+            )  # fmt: skip
+    sample_seconds = seconds_of(store, sample)
+    rows = []
+    for w in names:
+        workload = [FioWorkload(w, runtime=args.runtime)]
+        top = ranked(store, sample, w, safe, args.top_k)
+        best_row = sample_best(store, sample, w, safe)
+        console.note(f"{w}: top {args.top_k} {top}; sample's best {best_row}")
+        # the others held at their defaults: the campaign's first incumbent is then the true
+        # default, so its in-loop gain and the verified one compare the same configs
+        focused = pin(safe, top, {})
+        risky_params = [p.name for p in stack.parameters if p.extra.get("risk")]
+        risky_focus = pin(stack, list(dict.fromkeys([*top, *risky_params])), {})
+        common = dict(target=target, workloads=workload, budget=args.budget, rules=rules,
+                      console=console, repetitions=args.pairs, seed=args.seed)  # fmt: skip
+        campaigns = {"best": f"{w}-bo", "risky": f"{w}-bo-risk"}
+        tune_campaign(store, f"{w}-bo", space=focused, tuner="bo", intensify=True, **common)
+        for peer in PEERS:
+            campaigns[peer] = f"{w}-{peer}"
+            tune_campaign(store, f"{w}-{peer}", space=safe, tuner=peer, intensify=False, **common)
+        tune_campaign(
+            store, f"{w}-bo-risk", space=risky_focus, tuner="bo", intensify=True,
+            allow_risk=True, **common,
+        )  # fmt: skip
+        configs = {"default": stack.default_config()}
+        for label, campaign in campaigns.items():
+            c = store.campaign(campaign)
+            best = campaign_best(c, store.trials(c.id))
+            if best is not None:
+                configs[label] = stack.validate(_full(best.config, c))
+        configs["sample"] = best_row
+        verify_all(store, f"{w}-bo-verify", f"{w}-bo", target, stack, configs, args.verify, console)
+        campaigns["sample"] = sample
+        extra = {"best": sample_seconds, "risky": sample_seconds}
+        rows += rows_for(store, w, stack, campaigns, extra)
+        write(rows, args, partial=True)
+    return rows
+
+
+def _full(config: Config, campaign: Any) -> Config:
+    """A tuned config of a pinned space, with its held values (the whole stack's config)."""
+    from stortune.measure.campaigns import space_of
+
+    space = space_of(campaign)
+    return {**space.default_config(), **config}
+
+
+# ---- Ceph -------------------------------------------------------------------------------------
+def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -> float:
+    """How much bootstrap resamples' Lasso top K agree with the whole sample's (mean Jaccard):
+    a ranking of noise changes with every resample, one of effects does not."""
+    from stortune.importance import rank_dataset
+    from stortune.sources import load_source
+    from stortune.tuners.topk import top_k
+
+    data = load_source(sample, store.url).aggregated()
+    whole = set(top_k(rank_dataset(data, "lasso", data.metrics[0]), k))
+    rng = np.random.default_rng(seed)
+    scores = []
+    for _ in range(20):
+        rows = rng.integers(0, len(data.frame), len(data.frame))
+        part = type(data)(
+            data.frame.iloc[rows].reset_index(drop=True), data.params, data.metrics,
+            data.directions, data.source,
+        )  # fmt: skip
+        try:
+            found = set(top_k(rank_dataset(part, "lasso", part.metrics[0]), k))
+        except Exception:  # noqa: BLE001 - a degenerate resample agrees with nothing
+            found = set()
+        scores.append(len(found & whole) / len(found | whole) if found | whole else 0.0)
+    return float(np.mean(scores))
+
+
+def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[str, Any]]:
+    from stortune.cephspace.configs import load_config
+    from stortune.targets.ceph import CephTarget
+    from stortune.workloads.rados import RadosWorkload
+
+    space = safe_space(load_space("ceph"))
+    target = CephTarget(space, osds=1, health_timeout=90)
+    rules = RunRules(timeout=120, check_disturbance=True, busy_wait=3600)
+    workloads = [RadosWorkload.named(n, duration=args.ceph_runtime) for n in RADOS]
+    sample = "ceph-sample"
+    batch, stability = args.ceph_batch, []
+    for step in range(1, args.ceph_max_samples // batch + 1):
+        name = f"{sample}-{step}"
+        if not exists(store, name):
+            sample_space(
+                store, name, space, target, workloads, Objective("bw_mbs"), batch,
+                rules, console, seed=args.seed + step,
+            )  # fmt: skip
+        else:
+            finish(store, name, console)
+        merged = merge_samples(store, [f"{sample}-{i}" for i in range(1, step + 1)], space)
+        agreement = stable_top(store, merged, space, args.top_k, args.seed)
+        stability.append({"samples": step * batch, "agreement": agreement})
+        console.note(
+            f"ceph ranking from {step * batch} samples: top-{args.top_k} agreement {agreement:.2f}"
+        )
+        if agreement >= args.ceph_agreement:
+            break
+    top = ranked(store, merged, None, space, args.top_k)
+    focused = pin(space, top, {})
+    common = dict(target=target, workloads=workloads, budget=args.ceph_budget, rules=rules,
+                  console=console, repetitions=args.pairs, seed=args.seed,
+                  metric="bw_mbs")  # fmt: skip
+    campaigns = {"best": "ceph-bo"}
+    tune_campaign(store, "ceph-bo", space=focused, tuner="bo", intensify=True, **common)
+    for peer in PEERS:
+        campaigns[peer] = f"ceph-{peer}"
+        tune_campaign(store, f"ceph-{peer}", space=focused, tuner=peer, intensify=False, **common)
+    whole = load_space("ceph")
+    configs = {"default": whole.default_config(), "expert": load_config("expert", whole)}
+    for label, campaign in campaigns.items():
+        c = store.campaign(campaign)
+        best = campaign_best(c, store.trials(c.id))
+        if best is not None:
+            configs[label] = whole.validate(_full(best.config, c))
+    three = CephTarget(whole, osds=3, health_timeout=120)
+    verify_all(store, "ceph-bo-verify", "ceph-bo", three, whole, configs, args.verify, console)
+    rows = []
+    for workload in RADOS:
+        rows += [
+            {**r, "workload": workload}
+            for r in rows_for_workload(store, "ceph-bo", workload, whole, campaigns)
+        ]
+    for row in rows:
+        row["ranking"] = {"top": top, "stability": stability}
+    return rows
+
+
+def merge_samples(store: Store, names: list[str], space: Space) -> str:
+    """The sample batches' configs and their objective values (the geometric mean over the
+    rados workloads), as one dataset file for the rankings."""
+    import pandas as pd
+
+    from stortune.measure.reference import is_reference
+
+    rows = []
+    for name in names:
+        for trial in store.trials(store.campaign(name).id):
+            if trial.value is not None and not is_reference(trial):
+                rows.append(
+                    {**{p: trial.config.get(p) for p in space.names}, "bw_mbs+": trial.value}
+                )
+    path = RESULTS.parent / "ceph-sample.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+def rows_for_workload(
+    store: Store, tuned: str, workload: str, space: Space, campaigns: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Per-workload gains of a verification that measured several workloads."""
+    from stortune.measure.verify import gain, latest_verification
+
+    verification = latest_verification(store, store.campaign(tuned))
+    assert verification is not None
+    values: dict[str, list[float]] = {}
+    for trial in store.trials(verification.id):
+        label = (trial.info or {}).get("label")
+        values[label] = [
+            r.metrics["bw_mbs"]
+            for r in trial.runs
+            if r.workload == workload and r.status == "ok" and "bw_mbs" in r.metrics
+        ]
+    out = []
+    for label in [*campaigns, "expert"]:
+        if not values.get(label) or not values.get("default"):
+            continue
+        g = gain("bw_mbs", "max", values["default"], values[label], label=label)
+        campaign = campaigns.get(label)
+        out.append(
+            {
+                "tuner": {"best": "stortune (bo)"}.get(label, label),
+                "label": label,
+                "risk_allowed": False,
+                "evaluations": (
+                    sum(1 for t in store.trials(store.campaign(campaign).id) if t.seq >= 0)
+                    if campaign
+                    else None
+                ),
+                "runs": runs_of(store, campaign) if campaign else None,
+                "seconds": seconds_of(store, campaign) if campaign else None,
+                "gain": 1 + g.gain,
+                "ci_low": 1 + g.ci_low,
+                "ci_high": 1 + g.ci_high,
+                "default_mean": g.default_mean,
+                "mean": g.best_mean,
+            }
+        )
+    return out
+
+
+# ---- output -----------------------------------------------------------------------------------
+def write(rows: list[dict[str, Any]], args: argparse.Namespace, partial: bool = False) -> None:
+    existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    kept = [
+        r for r in existing.get("rows", []) if r["workload"] not in {x["workload"] for x in rows}
+    ]
+    result = {
+        "bench": "stack-gains",
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "partial": partial,
+        "settings": {k: v for k, v in vars(args).items() if k != "func"},
+        "rows": kept + rows,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=1, default=_plain) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    def x(value: Any) -> str:
+        return f"{value:.2f}" if isinstance(value, int | float) and math.isfinite(value) else "-"
+
+    lines = [
+        "| workload | tuner | risk | evals | runs | minutes | default | gain (90% CI) "
+        "| in loop | risky values |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ci = f"{x(r.get('gain'))}x ({x(r.get('ci_low'))}-{x(r.get('ci_high'))})"
+        loop = (
+            f"{x(r['in_loop'])}x ({x(r['in_loop_low'])}-{x(r['in_loop_high'])})"
+            if "in_loop" in r
+            else ""
+        )
+        minutes = f"{r['seconds'] / 60:.0f}" if r.get("seconds") else "-"
+        lines.append(
+            f"| {r['workload']} | {r['tuner']} | {'allowed' if r['risk_allowed'] else 'safe'} | "
+            f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
+            f"{x(r.get('default_mean'))} | {ci} | {loop} | {'; '.join(r.get('risks') or [])} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", type=lambda s: s.split(","), default=list(LOCAL_WORKLOADS))
+    parser.add_argument("--budget", type=int, default=60)
+    parser.add_argument("--sample", type=int, default=120, help="configs in the shared sample")
+    parser.add_argument("--sample-runtime", type=float, default=3.0)
+    parser.add_argument("--runtime", type=float, default=5.0)
+    parser.add_argument("--pairs", type=int, default=3, help="race pairs of a challenger")
+    parser.add_argument("--verify", type=int, default=5)
+    parser.add_argument("--top-k", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ceph", action="store_true", help="also the Ceph part")
+    parser.add_argument("--only-ceph", action="store_true")
+    parser.add_argument("--ceph-budget", type=int, default=40)
+    parser.add_argument("--ceph-runtime", type=float, default=5.0)
+    parser.add_argument("--ceph-batch", type=int, default=20)
+    parser.add_argument("--ceph-max-samples", type=int, default=120)
+    parser.add_argument("--ceph-agreement", type=float, default=0.7)
+    parser.add_argument("--store", default=str(REPO / "bench" / "results" / "stack-gains.db"))
+    args = parser.parse_args()
+    console = Console()
+    rows: list[dict[str, Any]] = []
+    with Store(args.store) as store:
+        if not args.only_ceph:
+            rows += local(args, store, console)
+        if args.ceph or args.only_ceph:
+            rows += ceph(args, store, console)
+    write(rows, args)
+    print(table(json.loads(RESULTS.read_text())["rows"]))
+
+
+if __name__ == "__main__":
+    main()
