@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import itertools
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from stortune.measure.lock import exclusive_flock
 from stortune.targets import cgroup, loopdev, mounts, sysconf
 
 _counter = itertools.count()
+log = logging.getLogger(__name__)
 
 DEFAULT_STATE_DIR = "/var/lib/stortune"
 
@@ -169,6 +171,47 @@ def recover(state_dir: Path) -> list[str]:
         problems += [f"{path.name}: {p}" for p in journal.undo()]
         journal.close()
     return problems
+
+
+class StateFolder:
+    """A target's hold on its state folder, for as long as it is set up: the folder's lock,
+    the undoing of what dead targets left there, and a journal of its own changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = MachineLock(path)
+        self.journal: Journal | None = None
+
+    def open(self) -> Journal:
+        """Lock the folder, undo crashed runs' changes, start a journal (TargetError when the
+        crashed changes cannot be undone: nothing is done over them)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock.acquire()
+        try:
+            problems = recover(self.path)
+            if problems:
+                raise TargetError(f"cannot undo a crashed run's changes: {'; '.join(problems)}")
+            self.journal = Journal.create(self.path)
+        except BaseException:
+            self._lock.release()
+            raise
+        return self.journal
+
+    def close(self) -> None:
+        """Undo every change journaled, release the folder; TargetError naming what could not
+        be undone (kept in the journal for the next target to retry)."""
+        journal, self.journal = self.journal, None
+        problems: list[str] = []
+        if journal is not None:
+            log.info("undoing %d change(s) of %s", len(journal.entries), journal.path)
+            problems = journal.undo()
+            journal.close()
+        self._lock.release()
+        if problems and journal is not None:
+            raise TargetError(
+                f"teardown could not undo: {'; '.join(problems)} (kept in {journal.path}; "
+                "the next target retries)"
+            )
 
 
 class MachineLock:

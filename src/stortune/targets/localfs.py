@@ -33,7 +33,7 @@ from stortune.measure import sysmetrics
 from stortune.space import Config, Cost, Parameter, Space
 from stortune.targets import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf
 from stortune.targets.base import Target, TargetSettings, require_root, setting
-from stortune.targets.journal import Journal, MachineLock, default_state_dir, recover
+from stortune.targets.journal import Journal, StateFolder, default_state_dir
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
@@ -123,7 +123,7 @@ class LocalFsTarget(Target):
         self.memory_limit = s.memory_limit
         self._memory_bytes = parse_size(s.memory_limit) if s.memory_limit is not None else None
         self._instance = f"{os.getpid()}-{next(_instances)}"
-        self._lock = MachineLock(self.state_dir)
+        self._folder = StateFolder(self.state_dir)
         self._journal: Journal | None = None
         self._dev: str | None = None  # the block device the file system is on
         self._queue: Path | None = None
@@ -146,15 +146,9 @@ class LocalFsTarget(Target):
     def setup(self) -> None:
         if self._journal is not None:
             return
-        if os.geteuid() != 0:
-            raise TargetError("the localfs target needs root (loop devices, mkfs, mount, sysfs)")
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._lock.acquire()
+        self.preflight()
+        self._journal = self._folder.open()
         try:
-            problems = recover(self.state_dir)
-            if problems:
-                raise TargetError(f"cannot undo a crashed run's changes: {'; '.join(problems)}")
-            self._journal = Journal.create(self.state_dir)
             self._attach()
             self._mount_point = self.state_dir / f"mnt-{self._instance}"
             self._journal.record("dir", path=str(self._mount_point))
@@ -188,22 +182,11 @@ class LocalFsTarget(Target):
     def teardown(self) -> None:
         """Undo everything (settings, mount, cgroup, loop device, image); safe to call twice
         and after a partial setup."""
-        problems: list[str] = []
-        journal = self._journal
-        if journal is not None:
-            log.info("undoing %d change(s) of %s", len(journal.entries), journal.path)
-            problems = journal.undo()
-            journal.close()
         self._journal = None
         self._dev = self._queue = self._image_path = self._mount_point = self._cgroup = None
         self._formatted, self._mounted_with, self._applied = None, None, {}
         self._originals = {}
-        self._lock.release()
-        if problems:
-            raise TargetError(
-                f"teardown could not undo: {'; '.join(problems)} (kept in {journal.path}; "
-                "the next localfs target retries)"
-            )
+        self._folder.close()
 
     # ---- apply ----------------------------------------------------------------------------
     def _full_config(self, config: Config) -> tuple[Config, Space]:

@@ -22,7 +22,7 @@ from stortune.errors import TargetError
 from stortune.space import Config, Space
 from stortune.targets import mkfs, mounts
 from stortune.targets.base import Target, TargetSettings, require_root, setting
-from stortune.targets.journal import Journal, MachineLock, default_state_dir, recover
+from stortune.targets.journal import Journal, StateFolder, default_state_dir
 from stortune.workloads.base import Need, Venue, Workload
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class TmpfsTarget(Target):
     ) -> None:
         super().__init__(space, settings, **values)
         self.state_dir = Path(self.settings.state_dir)
-        self._lock = MachineLock(self.state_dir)
+        self._folder = StateFolder(self.state_dir)
         self._journal: Journal | None = None
         self._mount_point: Path | None = None
         self._options: str | None = None
@@ -61,13 +61,8 @@ class TmpfsTarget(Target):
         if self._journal is not None:
             return
         self.preflight()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._lock.acquire()
+        self._journal = self._folder.open()
         try:
-            problems = recover(self.state_dir)
-            if problems:
-                raise TargetError(f"cannot undo a crashed run's changes: {'; '.join(problems)}")
-            self._journal = Journal.create(self.state_dir)
             self._mount_point = self.state_dir / f"tmpfs-{os.getpid()}-{next(_instances)}"
             self._journal.record("dir", path=str(self._mount_point))
             self._mount_point.mkdir(exist_ok=True)
@@ -78,14 +73,8 @@ class TmpfsTarget(Target):
             raise
 
     def teardown(self) -> None:
-        journal, self._journal = self._journal, None
-        problems = journal.undo() if journal is not None else []
-        if journal is not None:
-            journal.close()
-        self._mount_point, self._options = None, None
-        self._lock.release()
-        if problems:
-            raise TargetError(f"teardown could not undo: {'; '.join(problems)}")
+        self._journal, self._mount_point, self._options = None, None, None
+        self._folder.close()
 
     def mount_options(self, config: Config) -> str:
         """The ``-o`` string of a config (every parameter is a tmpfs mount option)."""
