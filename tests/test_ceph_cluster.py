@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 
 from stortune.cephspace.metadata import probe_observed
 from stortune.cli.ceph import register
-from stortune.errors import TargetError
 from stortune.enums import CampaignKind
+from stortune.errors import TargetError
 from stortune.measure.campaigns import Measuring, new_campaign
 from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from stortune.cli import app
 from stortune.space import Space, load_space
 from stortune.store import Store
-from stortune.targets.journal import DEFAULT_STATE_DIR
 from stortune.targets.cephcluster.local import LocalCluster
+from stortune.targets.journal import DEFAULT_STATE_DIR
 
 PARAMS = ("osd_client_message_cap", "osd_recovery_sleep")  # both change at runtime
 

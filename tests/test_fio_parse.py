@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from stortune.errors import ConfigError
-from stortune.workloads import TEMPLATES, FioWorkload, make_workload, parse_fio_output
 from stortune.units import parse_size
+from stortune.workloads import TEMPLATES, FioWorkload, make_workload, parse_fio_output
 
 
 def _lat(mean: float, n: int, **pct: int) -> dict:

@@ -14,8 +14,8 @@ from stortune.measure.objective import (
     ObjectiveSpec,
     Scalarizer,
     dominates,
-    parse_bounds,
     pareto_front,
+    parse_bounds,
 )
 from stortune.measure.verify import gain
 

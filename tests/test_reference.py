@@ -1,8 +1,8 @@
 """Reference runs inside the tuning loop: measured before, every k evaluations and at the end,
 so a tuning campaign's runs read relative to the reference as a sweep's do."""
 
-import pytest
 import conftest
+import pytest
 from test_sweep import SPACE, drifting  # noqa: F401 - the fixture is used by name
 
 from stortune.measure.campaigns import open_campaign

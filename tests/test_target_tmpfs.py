@@ -29,11 +29,34 @@ def test_a_campaign_on_tmpfs_from_the_command_line(tmp_path: Path, private_state
     db = tmp_path / "t.db"
     proc = subprocess.run(
         [
-            *STORTUNE, "run", "--target", "tmpfs", "--space", "tmpfs", "-w", "randread",
-            "--runtime", "1", "-o", "total.bw_mbs:max", "--tuner", "random", "--budget", "3",
-            "-r", "1", "--reference-every", "0", "--no-check-disturbance", "--store", str(db),
-            "--name", "ram", "--json", "-q",
-        ],  # fmt: skip
+            *STORTUNE,
+            "run",
+            "--target",
+            "tmpfs",
+            "--space",
+            "tmpfs",
+            "-w",
+            "randread",
+            "--runtime",
+            "1",
+            "-o",
+            "total.bw_mbs:max",
+            "--tuner",
+            "random",
+            "--budget",
+            "3",
+            "-r",
+            "1",
+            "--reference-every",
+            "0",
+            "--no-check-disturbance",
+            "--store",
+            str(db),
+            "--name",
+            "ram",
+            "--json",
+            "-q",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -49,7 +72,8 @@ def test_a_campaign_on_tmpfs_from_the_command_line(tmp_path: Path, private_state
         [run] = trial.runs
         assert run.metrics["read.bw_mbs"] > 0
         options = run.info["mount_options"]
-        assert f"size={trial.config['size']}" in options and f"huge={trial.config['huge']}" in options
+        assert f"size={trial.config['size']}" in options
+        assert f"huge={trial.config['huge']}" in options
     assert tmpfs_mounts(private_state_dir) == []  # teardown unmounted it
 
 

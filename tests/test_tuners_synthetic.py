@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import tune
 
 from stortune.errors import ConfigError
-from conftest import tune
 from stortune.space import Space, parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
