@@ -81,7 +81,12 @@ def test_tune_ceph_compares_default_best_and_a_config_file_then_recommends(
     rec = runner.invoke(app, ["recommend", "t", "--store", str(store), "--out", str(out)])
     assert rec.exit_code == 0, rec.output
     text = out.read_text()
-    assert "[osd]" in text or "[global]" in text
+    # 2 s runs on a shared machine: the best may be within noise of the default, and then the
+    # recommendation says so and sets nothing; a verified gain comes as ceph.conf sections
+    if "recommended: the default" in text:
+        assert all(line.startswith("#") for line in text.splitlines() if line.strip())
+    else:
+        assert "[osd]" in text or "[global]" in text
     assert leftover_clusters() == []  # the command tore its cluster down
     ceph_daemons = subprocess.run(["pgrep", "-f", DEFAULT_STATE_DIR], capture_output=True)
     assert ceph_daemons.stdout.strip() == b""

@@ -134,7 +134,7 @@ name: live
 parameters:
   strong: {type: ordinal, values: [1, 2, 3, 4], default: 1}
   weak: {type: ordinal, values: [1, 2, 3, 4], default: 1}
-  null: {type: categorical, values: [a, b], default: a}
+  idle: {type: categorical, values: [a, b], default: a}
 """
 
 

@@ -284,7 +284,9 @@ def check_name(name: Any, where: str) -> None:
     """Parameter names end up in expressions, configs, commands, CSV headers and SQL: only
     plain ones (see NAME), so that none can be misread as code, an option or a path."""
     if not isinstance(name, str):
-        raise SpaceError(f"{where}: a parameter's name is text, not {name!r:.60}")
+        hint = " (YAML reads null, yes, no and numbers as values: quote the name)"
+        hint = hint if name is None or isinstance(name, (bool, int, float)) else ""
+        raise SpaceError(f"{where}: a parameter's name is text, not {name!r:.60}{hint}")
     if len(name) > MAX_NAME or not NAME.fullmatch(name):
         raise SpaceError(
             f"{where}: parameter name {_clip(name)!r}: use {_NAME_RULE} "

@@ -291,6 +291,7 @@ class _HeldSpace(Space):
         self.description = parent.description
         self.source = parent.source
         self.constraints = parent.constraints
+        self.washed = parent.washed
         self.parameters = parameters
         self._by_name = {p.name: p for p in parameters}
 
