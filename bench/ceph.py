@@ -114,7 +114,7 @@ def measure(
 
 
 def evaluation_seconds(runs: list[dict[str, Any]]) -> float | None:
-    """One evaluation as issue #8 times it: applying a config that restarts the OSDs, then a
+    """One evaluation, timed end to end: applying a config that restarts the OSDs, then a
     random-read run (its prefill writes, the reads, the clean-up)."""
     for r in runs:
         if r["config"] != "default" and r["workload"] == "rados-rand" and r["ok"]:

@@ -68,7 +68,7 @@ from stortune.sources import load_spec, spec_name  # noqa: E402
 SHARED = ROOT.parent / "shared" / "datasets"
 RESULTS = ROOT / "bench" / "results" / "models.json"
 SEED = 0
-TIME_LIMIT = 600.0  # the bar for one full split search on 1,000 rows
+TIME_LIMIT = 600.0  # the bar for one full split search on 1,000 rows
 EXTRAPOLATION_PARAMETERS = 4  # extrapolate along this many parameters per dataset, both ways
 
 

@@ -7,7 +7,7 @@ stortune: plain repetitions, compared raw, every first attempt kept (disturbed o
 redoes disturbed runs (after a pause, and again in the sweep's second pass) and divides each
 run by the reference measured around it. Reported per phase (before, during, after the load):
 the peer's raw RSD, stortune's raw and normalised RSD of the runs it kept, and how many runs the
-disturbance check flagged. Goal (issue #10): normalised RSD <= 3%.
+disturbance check flagged. Goal: normalised RSD <= 3%.
 
 Needs root and a machine with nothing else running. Run:
     python bench/noise.py --minutes 30        (writes bench/results/noise.json)

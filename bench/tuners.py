@@ -5,7 +5,7 @@ For each dataset and each tuner (bo, ddpg, bestconfig, Optuna's TPE, random, LHS
 a fraction of the dataset's global optimum (1.0 = found it; for a minimised metric the fraction
 is optimum / best) after 10, 30 and 100 evaluations, and the median number of evaluations
 needed to reach 95% and 99% of the optimum (">100" when the median run did not). 95% is the
-issue's mark; on datasets where a few random configs already reach it, 99% is the one that
+the usual mark; on datasets where a few random configs already reach it, 99% is the one that
 tells tuners apart. The budgets are read
 off one 100-evaluation run per seed (its best-so-far curve), not separate runs: on this 2-core
 machine separate runs would cost 40% more. A tuner told a budget of 10 would size its initial
@@ -16,7 +16,7 @@ The objective is a config's mean over the dataset's repetitions (the table targe
 aggregated dataset), so runs compare search, not luck with noise. Datasets that are not full
 grids (every config of the inferred space present) are served with ``nearest=True``: a config
 the dataset lacks gets the nearest stored config's value. It also times a BO proposal at 16
-parameters and 100 observations (the issue's "under 2 s").
+parameters and 100 observations (the bar: "under 2 s").
 
 Datasets: ../shared/datasets/moot-promisetune/{HSQLDB,PostgreSQL,redis}.csv and the project's
 own data/localfs.csv (once per workload, when it is there: 216 of the 360 valid configs,
