@@ -117,6 +117,43 @@ def test_a_campaign_without_a_successful_evaluation_exits_non_zero(tmp_path: Pat
     assert "none of its 2 evaluations succeeded" in last and "exit status 3" in last
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [("--budget", "1000000000", "the budget is at most"), ("-r", "5000", "repetitions must be")],
+)
+def test_a_budget_or_repetitions_no_campaign_could_finish_is_refused(
+    tmp_path: Path, option: str, value: str, said: str
+) -> None:
+    space, script = files(tmp_path)
+    db = tmp_path / "big.db"
+    result = subprocess.run(
+        [
+            *STORTUNE,
+            "run",
+            "--space",
+            str(space),
+            "--command",
+            f"{sys.executable} {script} {{x}}",
+            "-o",
+            "v:max",
+            option,
+            value,
+            "--store",
+            str(db),
+            "--no-check-disturbance",
+            "-q",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0]
+    # refused before anything was stored
+    assert not db.exists() or Store(str(db)).campaigns() == []
+
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 

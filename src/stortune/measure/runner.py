@@ -484,3 +484,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+MAX_REPETITIONS = 1_000  # runs of one config: more is a typo, and a campaign that cannot end
+
+
+def check_repetitions(repetitions: int) -> None:
+    """Runs per config: at least one, and few enough that a campaign can end."""
+    if not 1 <= repetitions <= MAX_REPETITIONS:
+        raise StortuneError(f"repetitions must be from 1 to {MAX_REPETITIONS}, not {repetitions}")

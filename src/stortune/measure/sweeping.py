@@ -22,7 +22,7 @@ from stortune.errors import StortuneError
 from stortune.measure.log import CampaignLog
 from stortune.measure.reference import REFERENCE, is_reference
 from stortune.measure.results import finished_slots
-from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
+from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.space import Config, Space
 from stortune.store import Campaign, Trial
 from stortune.workloads.base import Workload
@@ -37,8 +37,7 @@ class SweepSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.repetitions < 1:
-            raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        check_repetitions(self.repetitions)
         if self.reference_every < 0:
             raise StortuneError("--reference-every must be 0 (off) or a positive number")
 

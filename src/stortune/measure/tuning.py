@@ -32,7 +32,14 @@ from stortune.measure.log import CampaignLog
 from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
 from stortune.measure.reference import REFERENCE, is_reference
 from stortune.measure.results import TrialSummary, finished_slots
-from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
+from stortune.measure.runner import (
+    MAX_REPETITIONS,
+    Plan,
+    Visit,
+    VisitResult,
+    check_repetitions,
+    workload_name,
+)
 from stortune.space import Config, Space
 from stortune.store import Trial
 from stortune.tuners import Tuner
@@ -40,6 +47,7 @@ from stortune.workloads.base import Workload
 
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
+MAX_BUDGET = 100_000  # evaluations: more is a typo, and a campaign that could never finish
 
 
 @dataclass
@@ -61,12 +69,15 @@ class TuneSettings:
             raise StortuneError(f"the budget must be at least 1 evaluation, not {self.budget}")
         if self.seconds is not None and not (math.isfinite(self.seconds) and self.seconds > 0):
             raise StortuneError(f"the time budget must be a positive number, not {self.seconds}")
-        if self.repetitions < 1:
-            raise StortuneError(f"repetitions must be at least 1, not {self.repetitions}")
+        if self.budget is not None and self.budget > MAX_BUDGET:
+            raise StortuneError(f"the budget is at most {MAX_BUDGET:,} evaluations: {self.budget}")
+        check_repetitions(self.repetitions)
         if self.target_ci is not None and not 0 < self.target_ci < 1:
             raise StortuneError(f"the CI target is a fraction in (0, 1), not {self.target_ci}")
-        if self.min_repetitions < 1:
-            raise StortuneError(f"min repetitions must be at least 1, not {self.min_repetitions}")
+        if not 1 <= self.min_repetitions <= MAX_REPETITIONS:
+            raise StortuneError(
+                f"min repetitions must be from 1 to {MAX_REPETITIONS}, not {self.min_repetitions}"
+            )
         if self.reference_every < 0:
             raise StortuneError("--reference-every must be 0 (off) or a positive number")
         if not 0 < self.confidence < 1:

@@ -24,7 +24,7 @@ from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective, combine_workloads
 from stortune.measure.reference import is_reference
 from stortune.measure.results import campaign_best, finished_slots
-from stortune.measure.runner import Plan, Visit, VisitResult, workload_name
+from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.space import Config, Space
 from stortune.stats import ratio_ci, summarize
 from stortune.store import Campaign, Store, Trial
@@ -124,8 +124,7 @@ def new_verification(
     missing = [label for label in LABELS if label not in configs]
     if missing:
         raise StortuneError(f"re-measuring needs a {' and a '.join(missing)} config")
-    if repetitions < 1:
-        raise StortuneError(f"re-measure each config at least once, not {repetitions} times")
+    check_repetitions(repetitions)
     labels = [*LABELS, *(label for label in configs if label not in LABELS)]
     names = {c.name for c in store.campaigns()}
     settings = {**tuned.settings, "repetitions": repetitions, "of": tuned.name}
