@@ -314,7 +314,7 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         campaigns["sample"] = sample
         extra = {"best": sample_seconds, "risky": sample_seconds}
         rows += rows_for(store, w, stack, campaigns, extra)
-        write(rows, args, partial=True)
+        write(rows, args, "local", partial=True)
     return rows
 
 
@@ -474,7 +474,22 @@ def rows_for_workload(
 
 
 # ---- output -----------------------------------------------------------------------------------
-def write(rows: list[dict[str, Any]], args: argparse.Namespace, partial: bool = False) -> None:
+def settings_of(args: argparse.Namespace, part: str) -> dict[str, Any]:
+    """The options that shaped one part's rows (the other part's options did not)."""
+    ceph = part == "ceph"
+    return {
+        k: v
+        for k, v in vars(args).items()
+        if k not in {"ceph", "only_ceph"}
+        and k.startswith("ceph_") == ceph
+        or k in {"seed", "top_k", "verify", "pairs", "store"}
+    }
+
+
+def write(
+    rows: list[dict[str, Any]], args: argparse.Namespace, part: str, partial: bool = False
+) -> None:
+    """Merge one part's rows into the results file; rows of workloads not measured now stay."""
     existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     kept = [
         r for r in existing.get("rows", []) if r["workload"] not in {x["workload"] for x in rows}
@@ -483,7 +498,7 @@ def write(rows: list[dict[str, Any]], args: argparse.Namespace, partial: bool = 
         "bench": "stack-gains",
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "partial": partial,
-        "settings": {k: v for k, v in vars(args).items() if k != "func"},
+        "settings": {**existing.get("settings", {}), part: settings_of(args, part)},
         "rows": kept + rows,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -544,13 +559,11 @@ def main() -> None:
     parser.add_argument("--store", default=str(REPO / "bench" / "results" / "stack-gains.db"))
     args = parser.parse_args()
     console = Console()
-    rows: list[dict[str, Any]] = []
     with Store(args.store) as store:
         if not args.only_ceph:
-            rows += local(args, store, console)
+            write(local(args, store, console), args, "local")
         if args.ceph or args.only_ceph:
-            rows += ceph(args, store, console)
-    write(rows, args)
+            write(ceph(args, store, console), args, "ceph")
     print(table(json.loads(RESULTS.read_text())["rows"]))
 
 

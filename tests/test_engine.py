@@ -135,7 +135,7 @@ def test_combine_workloads_uses_the_geometric_mean() -> None:
 def test_settings_are_checked() -> None:
     with pytest.raises(StortuneError, match="at least 1 evaluation"):
         TuneSettings(budget=0)
-    with pytest.raises(StortuneError, match="repetitions must be at least 1"):
+    with pytest.raises(StortuneError, match="repetitions must be from 1 to"):
         TuneSettings(repetitions=0)
     with pytest.raises(StortuneError, match="budget in evaluations or in seconds"):
         TuneSettings(budget=None, seconds=None)
