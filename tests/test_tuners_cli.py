@@ -153,6 +153,31 @@ def test_compared_configs_are_remeasured_beside_default_and_best(
         assert [t.info["label"] for t in db.trials(verify.id)] == ["default", "best", "mine"]
 
 
+def test_each_verification_round_starts_with_the_next_label(files: dict, tmp_path: Path) -> None:
+    """A label that always ran first (after the pause between rounds) would carry that
+    position's effect into its gain."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: mine\nconfig:\n  a: 3\n  b: y\n")
+    invoke(
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--tuner", "random", "--budget", "3", "-r", "1",
+        "--verify", "4", "--compare", str(mine), "--name", "turns", "--json",
+    )  # fmt: skip
+    with Store(files["store"]) as db:
+        verify = db.campaign("turns-verify")
+        runs = sorted(
+            ((r.started_at, r.repetition, t.info["label"]) for t in db.trials(verify.id)
+             for r in t.runs),
+        )  # fmt: skip
+    order = [[label for _, rep, label in runs if rep == n] for n in range(4)]
+    assert order == [
+        ["default", "best", "mine"],
+        ["best", "mine", "default"],
+        ["mine", "default", "best"],
+        ["default", "best", "mine"],
+    ]
+
+
 def test_a_compared_config_must_fit_the_space_and_have_its_own_label(
     files: dict, tmp_path: Path
 ) -> None:

@@ -144,7 +144,9 @@ def new_verification(
 
 
 class VerifyPlan(Plan):
-    """Every label once per repetition, in label order, repetition after repetition."""
+    """Every label once per repetition, repetition after repetition; the order turns by one
+    label each repetition (default, best, X; best, X, default; ...), so no label always runs
+    first in a round, after the pause between rounds, nor always after the same config."""
 
     def __init__(self, log: CampaignLog, workloads: Sequence[Workload | None], repetitions: int):
         super().__init__(log, workloads)
@@ -160,7 +162,8 @@ class VerifyPlan(Plan):
         trials = self.log.trials()
         done = {t.id: finished_slots(t) for t in trials}
         for rep in range(self.repetitions):
-            for trial in trials:
+            turn = rep % len(trials) if trials else 0
+            for trial in trials[turn:] + trials[:turn]:
                 missing = [
                     w for w in self.workloads if (workload_name(w), rep) not in done[trial.id]
                 ]
