@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from stortune.enums import CampaignKind, CampaignStatus
+from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.objective import Objective
 from stortune.measure.results import campaign_best
@@ -559,11 +560,14 @@ def main() -> None:
     parser.add_argument("--store", default=str(REPO / "bench" / "results" / "stack-gains.db"))
     args = parser.parse_args()
     console = Console()
-    with Store(args.store) as store:
-        if not args.only_ceph:
-            write(local(args, store, console), args, "local")
-        if args.ceph or args.only_ceph:
-            write(ceph(args, store, console), args, "ceph")
+    try:
+        with Store(args.store) as store:
+            if not args.only_ceph:
+                write(local(args, store, console), args, "local")
+            if args.ceph or args.only_ceph:
+                write(ceph(args, store, console), args, "ceph")
+    except StortuneError as error:
+        raise SystemExit(f"error: {error}; the same command resumes") from None
     print(table(json.loads(RESULTS.read_text())["rows"]))
 
 
