@@ -179,6 +179,7 @@ def normalize_url(url_or_path: str) -> str:
 
 
 _SCHEMA_ATTEMPTS = 12  # tries at creating the tables while other processes do the same
+_TRANSIENT = ("already exists", "database is locked", "UNIQUE", "disk I/O error")
 
 
 class Store:
@@ -207,9 +208,11 @@ class Store:
             except sa.exc.SQLAlchemyError as exc:
                 # Processes opening a new store at once race to create the tables: a loser sees
                 # "already exists", or, in SQLite, "locked" (its read of the schema went stale
-                # and SQLite refuses the write without waiting); it checks again shortly.
+                # and SQLite refuses the write without waiting); it checks again shortly. SQLite
+                # also says "disk I/O error" when it opens a WAL file that the last connection of
+                # another process is deleting; a real I/O error lasts through the retries.
                 text = str(exc)
-                racing = any(m in text for m in ("already exists", "database is locked", "UNIQUE"))
+                racing = any(m in text for m in _TRANSIENT)
                 if racing and attempt < _SCHEMA_ATTEMPTS - 1:
                     time.sleep(0.05 * (attempt + 1))
                     continue
