@@ -119,6 +119,32 @@ def test_an_intensified_campaign_resumes_to_the_same_races(tmp_path: Path) -> No
         assert races("k") == races("s")
 
 
+def test_the_challenger_and_the_incumbent_take_turns_at_running_first(tmp_path: Path) -> None:
+    """A side that always ran first in its pair would carry that place's effect into the race."""
+    space = parse_space(SPACE)
+    with Store(str(tmp_path / "s.db")) as store:
+        tune(
+            store, "o", space, noisy_target(tmp_path / "k", 2), "v:max", seed=2, budget=8,
+            repetitions=4, intensify=True, baseline=True,
+        )  # fmt: skip
+        trials = store.trials(store.campaign("o").id)
+        firsts: dict[int, bool] = {}  # step -> the challenger ran first
+        for challenger in trials:
+            steps: dict[int, list[tuple[float, bool]]] = {}
+            for other in trials:
+                for run in other.runs:
+                    info = run.info or {}
+                    if info.get("race") == challenger.seq and challenger.seq > 0:
+                        steps.setdefault(info["step"], []).append(
+                            (run.started_at, other.id == challenger.id)
+                        )
+            for step, runs in steps.items():
+                if len(runs) == 2:
+                    firsts.setdefault(step, min(runs)[1])
+                    assert min(runs)[1] == (step % 2 == 0), (challenger.seq, step, runs)
+    assert firsts.get(0) is True and firsts.get(1) is False  # both orders were seen
+
+
 @pytest.fixture(autouse=True)
 def counters(tmp_path: Path) -> None:
     (tmp_path / "k").mkdir()

@@ -6,9 +6,10 @@ run re-measured 22% lower). Intensification (SMAC) and racing (irace) answer it 
 a challenger replaces the incumbent only after beating it on the same number of repetitions
 with a stated confidence.
 
-Here the race is paired: each step measures the challenger and then the incumbent, one run
-each, next to each other in time, so the slow drift of these machines cancels in the step's
-ratio. The decision is on the log-ratios d = log(challenger / incumbent) (sign-flipped for a
+Here the race is paired: each step measures the challenger and the incumbent, one run each,
+next to each other in time, so the slow drift of these machines cancels in the step's ratio;
+the challenger goes first in even steps and second in odd ones, so that the place in the order
+cancels too. The decision is on the log-ratios d = log(challenger / incumbent) (sign-flipped for a
 minimised metric): with n pairs, mean d̄ and the pooled spread s of every race so far, the
 challenger
 

@@ -233,14 +233,21 @@ class TunePlan(Plan):
                 if verdict is not None:
                     break
                 info = {"race": trial.seq, "step": step}
+                # every other step the incumbent goes first, so neither side always runs right
+                # after the tuner's pause (a run's place in the order can shift its value)
+                incumbent_first = step % 2 == 1
+                if incumbent_first and not self._incumbent_ran(trial, step):
+                    rep = self._next_rep(incumbent)
+                    yield Visit(incumbent, self.slots(rep), counted=False, info=info)
                 if not self._has_step(trial, step):
                     result = yield Visit(trial, self.slots(step), info=info)
                     state = result.state or state
                     if not result.applied or self._step_value(trial, step) is None:
                         verdict = Verdict.FAILED
                         break
-                rep = self._next_rep(incumbent)
-                yield Visit(incumbent, self.slots(rep), counted=False, info=info)
+                if not self._incumbent_ran(trial, step):
+                    rep = self._next_rep(incumbent)
+                    yield Visit(incumbent, self.slots(rep), counted=False, info=info)
             pairs = self._pairs(trial)
             self.races.append(pairs)
             self.incumbent = self.log.trial(incumbent.id)
