@@ -514,6 +514,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def risky_values(row: dict[str, Any]) -> str:
+    """The risky name=value pairs of a row (what each risks is in the JSON's `risks`)."""
+    return ", ".join(risk.split(":", 1)[0] for risk in row.get("risks") or [])
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     def x(value: Any) -> str:
         return f"{value:.2f}" if isinstance(value, int | float) and math.isfinite(value) else "-"
@@ -534,7 +539,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['workload']} | {r['tuner']} | {'allowed' if r['risk_allowed'] else 'safe'} | "
             f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
-            f"{x(r.get('default_mean'))} | {ci} | {loop} | {'; '.join(r.get('risks') or [])} |"
+            f"{x(r.get('default_mean'))} | {ci} | {loop} | {risky_values(r)} |"
         )
     return "\n".join(lines)
 
