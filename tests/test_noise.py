@@ -71,3 +71,25 @@ def test_noise_command_separates_drift_from_noise(tmp_path: Path) -> None:
     assert all(Path(p).stat().st_size > 1000 for p in report["plots"])
     relative = [n for _, _, n in report["drift"]]
     assert relative == pytest.approx([2.0] * len(relative), rel=0.03)
+
+
+def test_noise_seconds_are_a_hard_limit(tmp_path: Path) -> None:
+    """Three repetitions are the least a study plans; at 2 s a run they need 12 s, so a
+    5-second study stops early with what it measured rather than running on."""
+    slow = tmp_path / "slow.py"
+    slow.write_text('import json, time\ntime.sleep(2)\nprint(json.dumps({"mbs": 100.0}))\n')
+    (tmp_path / "s.yaml").write_text(SPACE)
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        app,
+        [
+            "noise", "--space", str(tmp_path / "s.yaml"), "-c", "level=2.0",
+            "--command", f"{sys.executable} {slow}", "-o", "mbs", "--seconds", "5",
+            "--runtime", "2", "--no-check-disturbance", "--store", str(tmp_path / "n.db"),
+            "--json",
+        ],
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    assert 1 <= json.loads(result.output)["runs"] < 3
+    assert elapsed < 9, elapsed

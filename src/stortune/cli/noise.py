@@ -31,7 +31,11 @@ def register(app: typer.Typer) -> None:
         config: list[str] = typer.Option(
             [], "--config", "-c", help="The config to study, NAME=VALUE (default: the default)."
         ),
-        seconds: float = typer.Option(600.0, help="How long to measure, about."),
+        seconds: float = typer.Option(
+            600.0,
+            help="How long to measure, at most (waits for a busy machine count); "
+            "the repetitions are planned to fill it.",
+        ),
         objective: str = typer.Option("total.bw_mbs", "--objective", "-o", help="METRIC."),
         target_ci: float = typer.Option(0.05, help="CI half-width to size repetitions for."),
         plots: Path = typer.Option(None, "--plots", help="Write the drift plot (PNG, SVG) here."),
@@ -53,7 +57,9 @@ def register(app: typer.Typer) -> None:
         with Store(store) as db:
             if resume:
                 name = resume
-                run_measuring(open_campaign(db, resume), reporter, resume)
+                measuring = open_campaign(db, resume)
+                measuring.seconds = seconds
+                run_measuring(measuring, reporter, resume)
             else:
                 s = load_space(space)
                 studied = s.validate(parse_assignments(config))
@@ -70,8 +76,9 @@ def register(app: typer.Typer) -> None:
                 )
                 metric = Objective.parse(objective).metric
                 name, _ = noise_study(
-                    db, s, target, workloads, metric, studied, repetitions, rules, reporter
-                )
+                    db, s, target, workloads, metric, studied, repetitions, rules, reporter,
+                    seconds=seconds,
+                )  # fmt: skip
             report = analyse(db, db.campaign(name), target_ci)
         paths = (
             figures.render.save(figures.noise.drift(report), plots / f"{report.campaign}-drift")

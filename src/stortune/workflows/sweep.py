@@ -53,12 +53,15 @@ def noise_study(
     rules: RunRules,
     reporter: Reporter | None = None,
     name: str | None = None,
+    seconds: float | None = None,
 ) -> tuple[str, Outcome]:
     """`config` measured `repetitions` times, alternating with the reference (the default
-    config): a sweep of one config with the reference after every run."""
+    config): a sweep of one config with the reference after every run. `seconds` is a hard
+    limit: a busy machine's waits count against it."""
     name = name or f"noise-{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     measuring = new_sweep(
         store, name, space, target, workloads, Objective(metric), [config],
         SweepSettings(repetitions, reference_every=1), rules, CampaignKind.NOISE,
     )  # fmt: skip
+    measuring.seconds = seconds
     return name, run_measuring(measuring, reporter or Silent(), name)
