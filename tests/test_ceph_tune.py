@@ -21,13 +21,14 @@ from stortune.cli import app
 from stortune.space import Space, load_space
 from stortune.store import Store
 from stortune.targets.cephcluster.local import LocalCluster
-from stortune.targets.journal import DEFAULT_STATE_DIR
+from stortune.targets.journal import default_state_dir
 
 PARAMS = ("osd_client_message_cap", "osd_recovery_sleep")  # both change at runtime
 
 
 def leftover_clusters() -> list[Path]:
-    return sorted(Path(DEFAULT_STATE_DIR).glob(f"ceph-{os.getpid()}-*"))
+    """This test's clusters (its private state folder: a benchmark beside it has its own)."""
+    return sorted(Path(default_state_dir()).glob(f"ceph-{os.getpid()}-*"))
 
 
 @pytest.fixture
@@ -88,5 +89,5 @@ def test_tune_ceph_compares_default_best_and_a_config_file_then_recommends(
     else:
         assert "[osd]" in text or "[global]" in text
     assert leftover_clusters() == []  # the command tore its cluster down
-    ceph_daemons = subprocess.run(["pgrep", "-f", DEFAULT_STATE_DIR], capture_output=True)
+    ceph_daemons = subprocess.run(["pgrep", "-f", default_state_dir()], capture_output=True)
     assert ceph_daemons.stdout.strip() == b""

@@ -78,7 +78,9 @@ def test_a_run_disturbed_by_competing_io_is_redone(store: Store, tmp_path: Path)
     [trial] = store.trials(store.campaign("d").id)
     first, second = sorted(trial.runs, key=lambda r: r.repetition)
     attempts = first.info["disturbed_attempts"]
-    assert len(attempts) == 1 and "dd" in attempts[0]["reason"]
+    # the competitor disturbed the first attempt; another benchmark's I/O beside the suite may
+    # disturb a later one too, and that is redone by the same rule
+    assert attempts and "dd" in attempts[0]["reason"]
     assert first.status == "ok" and second.status == "ok"
     assert "disturbed_attempts" not in second.info
 
