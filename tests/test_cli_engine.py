@@ -21,6 +21,15 @@ SPACE = "name: s\nparameters:\n  x: {type: int, low: 1, high: 5, default: 1}\n"
 SLOW = "import json, sys, time\ntime.sleep(0.5)\nprint(json.dumps({'v': float(sys.argv[1])}))\n"
 
 
+def run_command(space: Path, command: str, db: Path, *extra: str) -> list[str]:
+    """`stortune run` of a command target over the toy space, quietly, without the disturbance
+    check (these tests are about the command, not the machine)."""
+    return [
+        *STORTUNE, "run", "--space", str(space), "--command", command, "-o", "v:max",
+        "--no-check-disturbance", "--store", str(db), "-q", *extra,
+    ]  # fmt: skip
+
+
 def files(tmp_path: Path) -> tuple[Path, Path]:
     (tmp_path / "s.yaml").write_text(SPACE)
     script = tmp_path / "slow.py"
@@ -32,28 +41,19 @@ def test_sigterm_marks_the_campaign_interrupted_and_says_how_to_resume(tmp_path:
     space, script = files(tmp_path)
     db = tmp_path / "c.db"
     proc = subprocess.Popen(
-        [
-            *STORTUNE,
-            "run",
-            "--space",
-            str(space),
-            "--command",
+        run_command(
+            space,
             f"{sys.executable} {script} {{x}}",
-            "-o",
-            "v:max",
+            db,
             "--budget",
             "30",
             "-r",
             "1",
-            "--no-check-disturbance",
             "--reference-every",
             "0",
-            "--store",
-            str(db),
             "--name",
             "slow",
-            "-q",
-        ],  # fmt: skip
+        ),  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,24 +90,15 @@ def test_sigterm_marks_the_campaign_interrupted_and_says_how_to_resume(tmp_path:
 def test_a_campaign_without_a_successful_evaluation_exits_non_zero(tmp_path: Path) -> None:
     space, _ = files(tmp_path)
     result = subprocess.run(
-        [
-            *STORTUNE,
-            "run",
-            "--space",
-            str(space),
-            "--command",
+        run_command(
+            space,
             f"{sys.executable} -c 'import sys; sys.exit(3)' {{x}}",
-            "-o",
-            "v:max",
+            tmp_path / "f.db",
             "--budget",
             "2",
-            "--no-check-disturbance",
             "-r",
             "1",
-            "--store",
-            str(tmp_path / "f.db"),
-            "-q",
-        ],  # fmt: skip
+        ),  # fmt: skip
         capture_output=True,
         text=True,
         timeout=60,
@@ -127,22 +118,7 @@ def test_a_budget_or_repetitions_no_campaign_could_finish_is_refused(
     space, script = files(tmp_path)
     db = tmp_path / "big.db"
     result = subprocess.run(
-        [
-            *STORTUNE,
-            "run",
-            "--space",
-            str(space),
-            "--command",
-            f"{sys.executable} {script} {{x}}",
-            "-o",
-            "v:max",
-            option,
-            value,
-            "--store",
-            str(db),
-            "--no-check-disturbance",
-            "-q",
-        ],  # fmt: skip
+        run_command(space, f"{sys.executable} {script} {{x}}", db, option, value),
         capture_output=True,
         text=True,
         timeout=60,
