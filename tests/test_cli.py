@@ -52,7 +52,7 @@ def test_bad_input_gives_one_clear_line_and_exit_2(tmp_path: Path, toy_space_fil
         "violates constraint require inode_size <= block_size",
     )
     assert_one_line_error(
-        stortune("show", "nope", "--store", "x.db", cwd=tmp_path), "no campaign 'nope'"
+        stortune("show", "nope", "--store", "x.db", cwd=tmp_path), "no store at"
     )
     assert_one_line_error(
         stortune("import", "missing.csv", "--store", "x.db", cwd=tmp_path),

@@ -165,3 +165,33 @@ def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path):
             worker.join(timeout=60)
         assert all(worker.exitcode == 0 for worker in workers)
     assert failures.empty(), failures.get()
+
+
+def test_a_postgresql_url_without_its_driver_names_the_extra(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
+    with pytest.raises(StoreError, match=r"pip install 'stortune\[postgres\]'"):
+        Store("postgresql://user@127.0.0.1:1/db")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["campaigns"], ["show", "c"], ["export", "c", "-o", "x.csv"], ["report", "c"],
+     ["recommend", "c"]],
+)  # fmt: skip
+def test_reading_commands_never_create_a_store(tmp_path: Path, command: list[str]) -> None:
+    import subprocess
+
+    from conftest import STORTUNE
+
+    missing = tmp_path / "typo.db"
+    result = subprocess.run(
+        [*STORTUNE, *command, "--store", str(missing)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: no store at {missing}: a measuring command (run, tune, sweep, import) makes one"
+    )
+    assert not missing.exists()

@@ -54,7 +54,7 @@ def postgres_url():
     )
     try:
         as_postgres(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "stortune")
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/stortune"
+        yield f"postgresql://postgres@127.0.0.1:{port}/stortune"  # the URL a user types
     finally:
         subprocess.run(
             [
@@ -95,7 +95,7 @@ WRITER = textwrap.dedent(
 
 
 def test_two_writers_share_one_campaign(postgres_url: str, tmp_path: Path) -> None:
-    pytest.importorskip("psycopg2", reason="the postgres extra is installed by `make test`")
+    pytest.importorskip("psycopg", reason="the postgres extra is installed by `make test`")
     with Store(postgres_url) as db:
         c = db.create_campaign(
             "shared",

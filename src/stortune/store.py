@@ -185,9 +185,11 @@ _TRANSIENT = ("already exists", "database is locked", "UNIQUE", "disk I/O error"
 class Store:
     """The results database (see the module doc)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, existing: bool = False) -> None:
+        """`existing`: the store must be there already (commands that only read it must not
+        leave an empty file behind a mistyped path)."""
         self.url = normalize_url(url)
-        self.engine = _make_engine(self.url)
+        self.engine = _make_engine(self.url, existing)
         for attempt in range(_SCHEMA_ATTEMPTS):
             try:
                 older = sa.inspect(self.engine).has_table("campaigns")
@@ -613,11 +615,12 @@ def _run(row: sa.Row) -> Run:
     return Run(**fields)
 
 
-def _make_engine(url: str) -> Engine:
+def _make_engine(url: str, existing: bool = False) -> Engine:
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///") :])
         try:
             missing = str(path) not in ("", ":memory:") and not path.parent.exists()
+            absent = existing and str(path) not in ("", ":memory:") and not path.exists()
             # SQLite takes a file shorter than its header for an empty database and writes
             # over it: a file that is not SQLite's stays untouched
             head = b""
@@ -628,13 +631,20 @@ def _make_engine(url: str) -> Engine:
             raise StoreError(f"cannot open the store {url!r}: {_reason(exc)}") from None
         if missing:
             raise StoreError(f"cannot open the store {url}: folder {path.parent} does not exist")
+        if absent:
+            raise StoreError(
+                f"no store at {path}: a measuring command (run, tune, sweep, import) makes one"
+            )
         if head and head != b"SQLite format 3\x00":
             raise StoreError(f"cannot open the store {url}: the file is not a SQLite database")
     try:
         engine = sa.create_engine(url)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
         # ValueError: a URL whose port is no number (postgresql://host:abc/x)
-        raise StoreError(f"cannot use the store URL {url!r}: {_reason(exc)}") from None
+        hint = ""
+        if isinstance(exc, ImportError) and url.startswith("postgresql"):
+            hint = " (the PostgreSQL driver is an extra: pip install 'stortune[postgres]')"
+        raise StoreError(f"cannot use the store URL {url!r}: {_reason(exc)}{hint}") from None
     if engine.dialect.name == "sqlite":
 
         @sa.event.listens_for(engine, "connect")

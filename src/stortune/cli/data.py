@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune campaigns --store results.db
         """
-        with Store(store) as db, reading(db):
+        with Store(store, existing=True) as db, reading(db):
             rows = []
             for c in db.campaigns():
                 rows.append(
@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune show demo --store demo.db
         """
-        with Store(store) as db, reading(db):
+        with Store(store, existing=True) as db, reading(db):
             c = db.campaign(campaign)
             trials = db.trials(c.id)
             payload = {
@@ -154,7 +154,7 @@ def register(app: typer.Typer) -> None:
         Example: stortune export localfs-lhs200 localfs-random70 -o data/localfs.csv
         """
         frames = []
-        with Store(store) as db, reading(db):
+        with Store(store, existing=True) as db, reading(db):
             for name in campaigns:
                 frame = campaign_frame(db, db.campaign(name), include_failed=not ok_only)
                 if frame.empty:

@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
             from stortune.profile.profiler import load_profile
 
             data, source = load_profile(profile), str(profile)
-        with Store(store) as db:
+        with Store(store, existing=True) as db:
             report = write_report(
                 db, campaign, out, workload=workload, profile=data, profile_source=source
             )

@@ -241,7 +241,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune recommend my-campaign --out recommended.conf
         """
-        with Store(store) as db:
+        with Store(store, existing=True) as db:
             found = recommend(db, campaign)
         if json_out:
             print_json(found.to_dict())
