@@ -51,9 +51,7 @@ def test_bad_input_gives_one_clear_line_and_exit_2(tmp_path: Path, toy_space_fil
         ),
         "violates constraint require inode_size <= block_size",
     )
-    assert_one_line_error(
-        stortune("show", "nope", "--store", "x.db", cwd=tmp_path), "no store at"
-    )
+    assert_one_line_error(stortune("show", "nope", "--store", "x.db", cwd=tmp_path), "no store at")
     assert_one_line_error(
         stortune("import", "missing.csv", "--store", "x.db", cwd=tmp_path),
         "missing.csv: no such file",
@@ -99,6 +97,16 @@ def test_sample_writes_csv_and_json(tmp_path: Path, toy_space_file: Path) -> Non
     assert result.exit_code == 0
     assert len(json.loads(result.output)["configs"]) == 6
     assert len(out.read_text().splitlines()) == 7
+
+
+def test_sample_shows_a_parameter_a_config_does_not_use_as_a_dash() -> None:
+    # localfs: journal_mode applies to ext4 only, so the xfs and btrfs rows do not use it
+    result = runner.invoke(app, ["sample", "localfs", "-n", "12", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines()[1:] if line.strip()]
+    assert "NaN" not in result.output
+    assert any(r[0] != "ext4" and r[1] == "-" for r in rows)
+    assert all(r[1] != "-" for r in rows if r[0] == "ext4")
 
 
 def test_run_export_import_round_trip(tmp_path: Path, toy_space_file: Path) -> None:

@@ -86,10 +86,11 @@ def test_noise_seconds_are_a_hard_limit(tmp_path: Path) -> None:
             "noise", "--space", str(tmp_path / "s.yaml"), "-c", "level=2.0",
             "--command", f"{sys.executable} {slow}", "-o", "mbs", "--seconds", "5",
             "--runtime", "2", "--no-check-disturbance", "--store", str(tmp_path / "n.db"),
-            "--json",
+            "--name", "slow-study", "--json",
         ],
     )  # fmt: skip
     elapsed = time.monotonic() - started
     assert result.exit_code == 0, result.output
-    assert 1 <= json.loads(result.output)["runs"] < 3
+    report = json.loads(result.output)
+    assert 1 <= report["runs"] < 3 and report["campaign"] == "slow-study"
     assert elapsed < 9, elapsed

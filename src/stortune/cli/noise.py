@@ -41,6 +41,9 @@ def register(app: typer.Typer) -> None:
         plots: Path = typer.Option(None, "--plots", help="Write the drift plot (PNG, SVG) here."),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
+        name: str = typer.Option(
+            None, "--name", help="Name of the study (default: noise-SPACE-DATE-TIME)."
+        ),
         resume: str = typer.Option(None, "--resume", help="Continue this stored noise study."),
         store: str = StoreOption,
         json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -77,7 +80,7 @@ def register(app: typer.Typer) -> None:
                 metric = Objective.parse(objective).metric
                 name, _ = noise_study(
                     db, s, target, workloads, metric, studied, repetitions, rules, reporter,
-                    seconds=seconds,
+                    name=name, seconds=seconds,
                 )  # fmt: skip
             report = analyse(db, db.campaign(name), target_ci)
         paths = (

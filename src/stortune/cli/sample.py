@@ -65,7 +65,8 @@ def register(app: typer.Typer) -> None:
             )
             return
         frame = s.to_frame(design.configs)
-        console.print(frame.to_string(index=False), highlight=False)
+        # a parameter a config does not use (its condition is false) is shown as "-", not NaN
+        console.print(frame.to_string(index=False, na_rep="-"), highlight=False)
         for note in design.notes:
             console.print(f"note: {note}", highlight=False)
         if csv is not None:
