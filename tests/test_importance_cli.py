@@ -64,6 +64,16 @@ def test_rank_carver_table_and_plots(app: typer.Typer, csv: Path, tmp_path: Path
     assert {"carver-steps.png", "fixed-sets.svg", "boxplots.png"} <= names
 
 
+def test_rank_with_nothing_ranked_has_no_best_value_footnote(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    flat = tmp_path / "flat.csv"
+    rows = [f"{a},{b},100.0" for a in ("x", "y", "z") for b in (1, 2, 3)]
+    flat.write_text("a,b,throughput+\n" + "\n".join(rows) + "\n")
+    out = invoke(app, "rank", "--from", str(flat))
+    assert "no parameter matters" in out and "Best value" not in out
+
+
 def test_rank_study_json_and_plot(app: typer.Typer, csv: Path, tmp_path: Path) -> None:
     out = invoke(
         app,

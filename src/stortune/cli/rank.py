@@ -300,13 +300,14 @@ def _print_carver(result: CarverResult) -> None:
             f"{step.best_mean:.4g}",
             _percent(step.best_rsd),
         )
+    footnote = ""
     if result.steps:
         console.print(table)
-    console.print(
-        f"stopped: {_stop_text(result)}. Best value: of that parameter in the best-performing "
-        "cell of the selected ones (mean, RSD and rows of that cell).",
-        highlight=False,
-    )
+        footnote = (
+            " Best value: of that parameter in the best-performing cell of the selected ones "
+            "(mean, RSD and rows of that cell)."
+        )
+    console.print(f"stopped: {_stop_text(result)}.{footnote}", highlight=False)
 
 
 def _stop_text(result: CarverResult) -> str:
