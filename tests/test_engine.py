@@ -22,6 +22,7 @@ from stortune.space import parse_space
 from stortune.stats import summarize
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
+from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 BENCH = textwrap.dedent(
     """\
@@ -472,3 +473,48 @@ def test_a_time_budget_is_a_hard_limit(store: Store, bench: Path) -> None:
     last_end = max(r.ended_at for t in store.trials(store.campaign("t").id) for r in t.runs)
     first_start = min(r.started_at for t in store.trials(store.campaign("t").id) for r in t.runs)
     assert last_end - first_start <= 4.0
+
+
+class Scripted(Workload):
+    """A workload whose runs fail or succeed as told, and that remembers each run."""
+
+    kind = ""  # not registered: a test's stand-in
+    needs = Need.DIRECTORY
+
+    def __init__(self, name: str, fails: bool, ran: list[str]) -> None:
+        self.name, self.fails, self.ran = name, fails, ran
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "scripted", "name": self.name}
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> Workload:
+        raise NotImplementedError
+
+    def run(self, venue: Venue, timeout: float | None = None) -> Measurement:
+        self.ran.append(f"{self.name}/{venue.repetition}")
+        if self.fails:
+            return Measurement.failed("the OSD stopped answering", "timeout")
+        return Measurement({"score": 1.0})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting tmpfs needs root")
+def test_a_failed_workload_ends_its_repetition_so_a_hung_config_costs_one_time_limit(
+    store: Store, private_state_dir: Path
+) -> None:
+    from stortune.space import load_space
+    from stortune.targets.tmpfs import TmpfsTarget
+
+    ran: list[str] = []
+    workloads = [Scripted("write", True, ran), Scripted("read", False, ran)]
+    space = load_space("tmpfs")
+    tune(
+        store, "hung", space, TmpfsTarget(space), budget=1, repetitions=2, workloads=workloads,
+        reference_every=0,
+    )  # fmt: skip
+    assert ran == ["write/0", "write/1"]  # the read after a hung write never started
+    [trial] = store.trials(store.campaign("hung").id)
+    skipped = [r for r in trial.runs if r.workload == "read"]
+    assert [r.status for r in skipped] == ["failed", "failed"]
+    assert all(r.error.startswith("not run: write failed first") for r in skipped)
+    assert trial.status == "failed"

@@ -7,7 +7,10 @@ it and hands back a `VisitResult`. The rules, the same for every plan:
 - The config does not apply (a TargetError): every slot of the visit gets a failed run saying
   so, and the plan goes on.
 - A run crashes, hangs or lacks the objective's metrics: a failed (or timeout) run is recorded,
-  and the plan goes on.
+  and the plan goes on. The visit's other workloads in that repetition are not run (each gets a
+  failed run naming the first failure): a repetition with a failed workload counts for nothing,
+  and a config that hangs one workload (a Ceph setting that starves the OSD) would otherwise
+  spend the time limit on every workload.
 - Other work disturbs a run (`disturbance`): the run is redone once the machine is quiet again;
   the runner waits for that, with a countdown, at most `busy_wait` seconds per wait, and stops
   the campaign (status interrupted, resumable) when the machine stays busy. A busy machine never
@@ -293,9 +296,18 @@ class Runner:
                 self._emit_run(trial, slot, failed, visit.counted)
             return VisitResult(False, error)
         measurements = []
+        broken: dict[int, str] = {}  # repetition -> why its first failed run failed
         for slot in visit.slots:
             started = time.time()
-            measurement = self._measure(slot)
+            if slot.repetition in broken:
+                measurement = Measurement.failed(broken[slot.repetition])
+            else:
+                measurement = self._measure(slot)
+                if measurement.status in (RunStatus.FAILED, RunStatus.TIMEOUT):
+                    broken[slot.repetition] = (
+                        f"not run: {slot.name} failed first in this repetition "
+                        f"({measurement.error})"
+                    )
             self.log.record(
                 trial, slot.name, slot.repetition, measurement, started, time.time(), visit.info
             )
