@@ -16,6 +16,7 @@ from stortune.errors import StortuneError
 
 COMMAND_MODULES = [
     "space",
+    "workload",
     "sample",
     "run",
     "sweep",

@@ -156,42 +156,44 @@ def register(app: typer.Typer) -> None:
         Example: stortune run --resume my-campaign --budget 50
         """
         reporter = ConsoleReporter(quiet or json_out)
-        with Store(store) as db:
-            if resume:
+        if resume:
+            with Store(store) as db:
                 result = resume_tuning(
                     db, resume, budget=budget, seconds=seconds, reporter=reporter
                 )
-            else:
-                if not space or not objective:
-                    raise StortuneError("a new campaign needs --space and --objective")
-                s = load_space(space)
-                target = targets.build(s)
-                job = TuneJob(
-                    space=s,
-                    target=target,
-                    workloads=targets.workloads(target),
-                    objective=Objective.of(objective, parse_bounds(bounds)),
-                    settings=settings_of(
-                        budget,
-                        seconds,
-                        repetitions,
-                        target_ci,
-                        min_repetitions,
-                        target_options.reference_every(reference_every, target),
-                        baseline=intensify,
-                        intensify=intensify,
-                    ),
-                    rules=RunRules(
-                        timeout=timeout,
-                        check_disturbance=check_disturbance,
-                        busy_wait=busy_wait,
-                    ),
-                    tuner=tuner,
-                    seed=seed,
-                    name=name,
-                    allow_risk=allow_risk,
-                )
-                result = start_tuning(db, job, reporter)
+            print_outcome(result.outcome, _metric(result), json_out)
+            return
+        if not space or not objective:
+            raise StortuneError("a new campaign needs --space and --objective")
+        s = load_space(space)
+        target = targets.build(s)
+        job = TuneJob(  # built (and its job files checked) before the store is touched
+            space=s,
+            target=target,
+            workloads=targets.workloads(target),
+            objective=Objective.of(objective, parse_bounds(bounds)),
+            settings=settings_of(
+                budget,
+                seconds,
+                repetitions,
+                target_ci,
+                min_repetitions,
+                target_options.reference_every(reference_every, target),
+                baseline=intensify,
+                intensify=intensify,
+            ),
+            rules=RunRules(
+                timeout=timeout,
+                check_disturbance=check_disturbance,
+                busy_wait=busy_wait,
+            ),
+            tuner=tuner,
+            seed=seed,
+            name=name,
+            allow_risk=allow_risk,
+        )
+        with Store(store) as db:
+            result = start_tuning(db, job, reporter)
         print_outcome(result.outcome, _metric(result), json_out)
 
     @app.command("resume")

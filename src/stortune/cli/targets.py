@@ -30,16 +30,19 @@ WORKLOAD = typer.Option(
     [],
     "--workload",
     "-w",
-    help="What drives the target, repeatable: a fio template (fileserver, webserver, mailserver, "
-    "dbserver, seqread, seqwrite, randread, randwrite) or a .fio job file on localfs; "
+    help="What drives the target, repeatable: a fio template (`stortune workload list`) or "
+    "your own .fio job file on localfs/tmpfs, whose placeholders are ${DIR} (the directory "
+    "under test; every path must be under it), ${RUNTIME} (from --runtime), ${SIZE} and "
+    "${NAME/N} (NAME divided by N); check one with `stortune workload check FILE`; "
     "rados-write, rados-seq or rados-rand on ceph; a workload recorded in a --dataset "
     "[default: the target's own: fileserver, rados-rand, every workload of the dataset].",
 )
 RUNTIME = typer.Option(
     None,
     "--runtime",
-    help="Seconds each run measures: fio's runtime, rados bench's duration (reads are "
-    "prefilled for as long) [default: 10].",
+    help="Seconds each run measures: fio's runtime (a job file takes it through "
+    "runtime=${RUNTIME}, or gets it when it sets no runtime; one with its own runtime= is "
+    "refused), rados bench's duration (reads are prefilled for as long) [default: 10].",
 )
 CHECK_DISTURBANCE = typer.Option(
     True,

@@ -31,7 +31,7 @@ def make_workload(spec: Mapping[str, Any]) -> Workload:
 
 def _fio(name: str, runtime: float | None) -> Workload | None:
     if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
-        return FioWorkload(name, **({"runtime": runtime} if runtime else {}))
+        return FioWorkload(name, **({"runtime": runtime, "runtime_given": True} if runtime else {}))
     return None
 
 

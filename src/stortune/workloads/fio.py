@@ -5,6 +5,12 @@ and ``${SIZE}`` (the file set's total size, bytes); ``${NAME/N}`` is NAME divide
 1), because fio here has no arithmetic in job files and templates split the set over their jobs.
 Each bundled template's header comment says how it approximates its Filebench personality.
 
+A user's job file is checked when it is read, before any target is touched: its placeholders,
+then fio's own parser (``fio --parse-only``). Its length: ``runtime=${RUNTIME}`` lets
+``--runtime`` set it; a file without any runtime line gets ``time_based`` and the runtime asked
+for in its ``[global]`` section when ``--runtime`` is given (else it runs as written); a file that
+fixes its own ``runtime=`` refuses ``--runtime`` rather than ignore it.
+
 fio runs with an argv list (never a shell), in its own process group (killed as a whole on
 timeout), through a tiny launcher that makes the kernel kill fio when its parent dies (no orphan
 keeps writing to a file system that must be unmounted) and, when asked, moves it into a cgroup.
@@ -66,7 +72,15 @@ DEFAULT_SIZE = "256m"
 DEFAULT_RUNTIME = 10.0
 MIN_RUNTIME_SHARE = 0.9  # a job that ran less than this share of the runtime is rejected
 
+PLACEHOLDER_HELP = (
+    "${DIR} (the directory under test), ${RUNTIME} (seconds, from --runtime), ${SIZE} (the file "
+    "set's bytes: 256 MiB for a job file), ${NAME/N} (NAME divided by N)"
+)
+
 _MIB = 1024 * 1024
+_BARE_BRACES = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_RUNTIME_LINE = re.compile(r"^\s*runtime\s*=\s*(.*?)\s*$", re.MULTILINE)
+_GLOBAL_SECTION = re.compile(r"^\s*\[global\]\s*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:/([0-9]+))?\}")
 _VARIABLE_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:+@%/-]*$")
@@ -83,7 +97,7 @@ _LAUNCHER = (
 )
 
 
-def _template_text(name: str) -> str:
+def template_text(name: str) -> str:
     return (resources.files("stortune") / "workloads" / "jobs" / f"{name}.fio").read_text()
 
 
@@ -105,14 +119,18 @@ class FioWorkload(Workload):
         variables: Mapping[str, str | int | float] | None = None,
         name: str | None = None,
         text: str | None = None,
+        runtime_given: bool = False,
     ) -> None:
+        """`runtime_given`: the user asked for `runtime` (``--runtime``), so a job file must
+        take it or refuse it; without it a file that sets no runtime runs as written."""
         job = str(job)
         template = ALIASES.get(job, job)
+        from_file = False
         if text is not None:
             self.job, self.template = job, None
         elif template in TEMPLATES:
             self.job, self.template = template, template
-            text = _template_text(template)
+            text = template_text(template)
         elif job.endswith(".fio") or os.sep in job:
             path = Path(job)
             try:
@@ -120,6 +138,8 @@ class FioWorkload(Workload):
             except OSError as exc:
                 raise ConfigError(f"fio job file {job}: {exc.strerror}") from None
             self.job, self.template = str(path.resolve()), None
+            text = _with_runtime(text, job, runtime_given)
+            from_file = True
         else:
             raise ConfigError(
                 f"unknown fio template {job!r} (templates: {', '.join(TEMPLATES)}; "
@@ -140,7 +160,9 @@ class FioWorkload(Workload):
                 )
             if not _SAFE_VALUE.match(str(value)):
                 raise ConfigError(f"fio variable {key}={value!r}: unsafe characters")
-        self.render("/stortune-check", self.runtime)  # unknown placeholders fail here, not later
+        checked = self.render("/stortune-check", self.runtime)  # unknown placeholders fail here
+        if from_file:
+            fio_parse(checked, self.name)  # a job fio rejects fails here, before any mkfs
 
     # ---- spec -----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -172,7 +194,7 @@ class FioWorkload(Workload):
     @property
     def timed(self) -> bool:
         """Whether the job takes its runtime from ``${RUNTIME}`` (so it can be checked)."""
-        return any(m.group(1) == "RUNTIME" for m in _PLACEHOLDER.finditer(self.text))
+        return "RUNTIME" in placeholders_in(self.text)
 
     def render(self, directory: str | os.PathLike[str], runtime: float | None = None) -> str:
         """The job text with placeholders filled; refuses paths outside `directory`."""
@@ -332,6 +354,66 @@ def _run_group(
         proc.communicate()
         return None
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The placeholder names a job text uses, sorted."""
+    return sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)})
+
+
+def _with_runtime(text: str, job: str, runtime_given: bool) -> str:
+    """A user's job text whose length `--runtime` sets, or a refusal (module doc)."""
+    name = Path(job).stem
+    options = "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith(("#", ";"))
+    )
+    bare = _BARE_BRACES.search(_PLACEHOLDER.sub("", options))
+    if bare:
+        raise ConfigError(
+            f"fio job {name}: {{{bare.group(1)}}} is not a placeholder; write "
+            f"${{{bare.group(1).upper()}}} (placeholders: {PLACEHOLDER_HELP})"
+        )
+    if "RUNTIME" in placeholders_in(text) or not runtime_given:
+        return text
+    fixed = _RUNTIME_LINE.search(text)
+    if fixed:
+        raise ConfigError(
+            f"fio job {name} sets its own runtime={fixed.group(1)}, so --runtime would be "
+            "ignored: write runtime=${RUNTIME} in it, or leave out --runtime"
+        )
+    lines = "time_based=1\nruntime=${RUNTIME}\n"
+    section = _GLOBAL_SECTION.search(text)
+    if section is None:
+        return f"[global]\n{lines}{text}"
+    return f"{text[: section.end()]}\n{lines.rstrip()}{text[section.end() :]}"
+
+
+def fio_parse(text: str, name: str) -> None:
+    """fio's own parse of a job text (``--parse-only``: options checked, no I/O); a job fio
+    rejects raises ConfigError with fio's line."""
+    with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+        job = Path(tmp) / "job.fio"
+        job.write_text(text)
+        try:
+            done = subprocess.run(
+                ["fio", "--parse-only", str(job)], capture_output=True, text=True, timeout=60
+            )
+        except FileNotFoundError:
+            raise ConfigError("fio is not installed (apt install fio)") from None
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"fio job {name}: fio's parse did not end in 60 s") from None
+    if done.returncode != 0:
+        complaint = _parse_error(done.stderr, done.stdout)
+        raise ConfigError(f"fio job {name}: fio rejects it: {complaint}")
+
+
+def _parse_error(*texts: str) -> str:
+    """fio's complaint about a job: the failed option, else its error line."""
+    lines = [line.strip() for text in texts for line in (text or "").splitlines() if line.strip()]
+    for line in lines:
+        if "failed parsing" in line or line.startswith("Bad option"):
+            return line.removeprefix("fio: ")[:300]
+    return _error_line(*texts)
 
 
 def _check_paths(text: str, directory: str, name: str) -> None:
