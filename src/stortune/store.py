@@ -15,7 +15,7 @@ import json
 import math
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,6 +189,7 @@ class Store:
         """`existing`: the store must be there already (commands that only read it must not
         leave an empty file behind a mistyped path)."""
         self.url = normalize_url(url)
+        self._new_file = _new_sqlite_file(self.url)  # removed again if the command is refused
         self.engine = _make_engine(self.url, existing)
         for attempt in range(_SCHEMA_ATTEMPTS):
             try:
@@ -254,8 +255,18 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        """Close; a store this command created and that a refusal left empty is removed (a
+        refused command creates nothing)."""
+        empty = False
+        if kind is not None and self._new_file is not None:
+            with suppress(sa.exc.SQLAlchemyError):
+                empty = not self.campaigns()
         self.close()
+        if empty and self._new_file is not None:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with suppress(OSError):
+                    Path(f"{self._new_file}{suffix}").unlink()
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
@@ -394,6 +405,43 @@ class Store:
                     finished_at=time.time(),
                 )
             )
+
+    def delete_campaign(self, name: str) -> int:
+        """Remove a campaign with its trials, runs and environments; returns its run count."""
+        campaign = self.campaign(name)
+        count = self.run_count(campaign.id)
+        with self._tx() as conn:
+            for table in (runs, trials, environments):
+                conn.execute(table.delete().where(table.c.campaign_id == campaign.id))
+            conn.execute(campaigns.delete().where(campaigns.c.id == campaign.id))
+        return count
+
+    def rename_campaign(self, name: str, new_name: str) -> None:
+        """Give a campaign another name (refused when that name is taken)."""
+        campaign = self.campaign(name)
+        if not new_name.strip():
+            raise StoreError("a campaign's name cannot be empty")
+        try:
+            with self._tx() as conn:
+                conn.execute(
+                    campaigns.update()
+                    .where(campaigns.c.id == campaign.id)
+                    .values(name=new_name, updated_at=time.time())
+                )
+        except sa.exc.IntegrityError:
+            raise StoreError(f"campaign {new_name!r} already exists in {self.url}") from None
+
+    def has_started(self, campaign_id: int) -> bool:
+        """Whether a campaign ever began measuring (it recorded where it ran, or a run); its
+        pending trials (a design, a verification's labels) do not count."""
+        with self.engine.connect() as conn:
+            for table in (environments, runs):
+                found = conn.execute(
+                    sa.select(table.c.id).where(table.c.campaign_id == campaign_id).limit(1)
+                ).first()
+                if found is not None:
+                    return True
+        return False
 
     def update_trial(self, trial_id: int, *, info: Mapping[str, Any]) -> None:
         """Replace a trial's info (what a plan decided about it)."""
@@ -613,6 +661,17 @@ def _run(row: sa.Row) -> Run:
     fields = dict(row._mapping)
     fields.pop("campaign_id")
     return Run(**fields)
+
+
+def _new_sqlite_file(url: str) -> Path | None:
+    """The SQLite file a URL names when it does not exist yet (None: it does, or no file)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = Path(url[len("sqlite:///") :].split("?", 1)[0])
+    try:
+        return None if str(path) in ("", ":memory:") or path.exists() else path
+    except (OSError, ValueError):
+        return None
 
 
 def _make_engine(url: str, existing: bool = False) -> Engine:

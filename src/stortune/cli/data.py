@@ -1,8 +1,10 @@
-"""`stortune campaigns | show | export | import`: what the store holds, in and out as tables."""
+"""`stortune campaigns | show | export | import`: what the store holds, in and out as tables;
+deleting and renaming campaigns."""
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,41 +73,122 @@ def _trials_table(c: Campaign, trials: list[Trial]) -> tuple[str, Table]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("campaigns")
-    def campaigns_command(store: str = StoreOption, json_out: bool = JsonOption) -> None:
-        """List the campaigns in a store.
+    _register_tables(app)
+    campaigns_app = typer.Typer(
+        help="List the campaigns in a store; delete or rename one.", invoke_without_command=True
+    )
+    app.add_typer(campaigns_app, name="campaigns")
+
+    @campaigns_app.callback()
+    def campaigns_command(
+        ctx: typer.Context, store: str = StoreOption, json_out: bool = JsonOption
+    ) -> None:
+        """List the campaigns in a store (`campaigns delete` and `campaigns rename` manage one).
 
         Example: stortune campaigns --store results.db
         """
-        with Store(store, existing=True) as db, reading(db):
-            rows = []
-            for c in db.campaigns():
-                rows.append(
-                    {
-                        "name": c.name,
-                        "kind": c.kind,
-                        "space": c.space_name,
-                        "target": c.target.get("kind", ""),
-                        "tuner": c.tuner,
-                        "objective": f"{c.metric}:{c.direction}",
-                        "status": c.status,
-                        "runs": db.run_count(c.id),
-                        "created": _when(c.created_at),
-                    }
-                )
-        if json_out:
-            print_json(rows)
-            return
-        if not rows:
-            console.print(f"no campaigns in {store}", highlight=False)
-            return
-        table = Table()
-        for column in rows[0]:
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(str(v) for v in row.values()))
-        console.print(table)
+        if ctx.invoked_subcommand is None:
+            list_campaigns(store, json_out)
 
+    @campaigns_app.command("delete")
+    def delete_command(
+        names: list[str] = typer.Argument(..., help="Campaigns to delete."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+        store: str = StoreOption,
+    ) -> None:
+        """Delete campaigns with all their runs, and the verifications made of them. Asks first
+        (on a terminal; elsewhere --yes is needed).
+
+        Example: stortune campaigns delete old-try --store results.db
+        """
+        with Store(store, existing=True) as db, reading(db):
+            chosen = [db.campaign(name) for name in names]  # an unknown name refuses them all
+            known = {c.name for c in db.campaigns()}
+            doomed = []
+            for c in chosen:
+                doomed.append(c.name)
+                doomed += [v for v in _verifications(c.name, known) if v not in doomed]
+            runs = sum(db.run_count(db.campaign(n).id) for n in doomed)
+            what = f"{', '.join(doomed)} ({runs} runs)"
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise StortuneError(f"deleting {what}: add --yes to confirm")
+                if not typer.confirm(f"delete {what} from {store}?", default=False):
+                    raise StortuneError("nothing deleted")
+            for name in doomed:
+                db.delete_campaign(name)
+        console.print(f"deleted {what}", highlight=False)
+
+    @campaigns_app.command("rename")
+    def rename_command(
+        name: str = typer.Argument(..., help="The campaign's name."),
+        new_name: str = typer.Argument(..., help="Its new name."),
+        store: str = StoreOption,
+    ) -> None:
+        """Rename a campaign, and its verifications with it (NAME-verify becomes NEW-verify).
+
+        Example: stortune campaigns rename demo ext4-mailserver --store results.db
+        """
+        with Store(store, existing=True) as db, reading(db):
+            db.campaign(name)
+            known = {c.name for c in db.campaigns()}
+            moves = [(name, new_name)] + [
+                (v, new_name + v[len(name) :]) for v in _verifications(name, known)
+            ]
+            taken = [new for _old, new in moves if new in known]
+            if taken:
+                raise StortuneError(f"campaign {taken[0]!r} already exists in {store}")
+            for old, new in moves:
+                db.rename_campaign(old, new)
+        console.print(
+            f"renamed {', '.join(f'{old} -> {new}' for old, new in moves)}", highlight=False
+        )
+
+
+def _verifications(name: str, known: set[str]) -> list[str]:
+    """The stored verifications of campaign `name` (NAME-verify, NAME-verify-2, ...)."""
+    from stortune.measure.verify import verify_names
+
+    found = []
+    for candidate in verify_names(name):
+        if candidate not in known:
+            return found
+        found.append(candidate)
+    return found
+
+
+def list_campaigns(store: str, json_out: bool) -> None:
+    with Store(store, existing=True) as db, reading(db):
+        rows = []
+        for c in db.campaigns():
+            rows.append(
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "space": c.space_name,
+                    "target": c.target.get("kind", ""),
+                    "tuner": c.tuner,
+                    "objective": f"{c.metric}:{c.direction}",
+                    "status": c.status,
+                    "runs": db.run_count(c.id),
+                    "created": _when(c.created_at),
+                }
+            )
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"no campaigns in {store}", highlight=False)
+        return
+    table = Table()
+    for column in rows[0]:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    console.print(table)
+
+
+def _register_tables(app: typer.Typer) -> None:
     @app.command("show")
     def show_command(
         campaign: str = typer.Argument(..., help="Campaign name."),

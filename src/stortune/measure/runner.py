@@ -227,24 +227,31 @@ class Runner:
         store, campaign = self.log.store, self.log.campaign
         started = time.monotonic()
         self._deadline = None if self.seconds is None else started + self.seconds
-        self.target.preflight()  # refusals (a mounted device, no root) before the lock's
         self.log.on_finish = lambda trial, summary: self.on_event(
             Event(EventKind.TRIAL, trial, value=summary.value)
         )
-        store.record_environment(
-            campaign.id, {**environment.fingerprint(), "target": self.target.describe()}
-        )
-        store.set_status(campaign.id, CampaignStatus.RUNNING)
         stopped_by = StopReason.BUDGET
-        try:
-            with sigterm_as_interrupt(), machine_lock(self.target, campaign.name), self.target:
-                stopped_by = self._drive(plan)
-        except KeyboardInterrupt:
-            store.set_status(campaign.id, CampaignStatus.INTERRUPTED)
-            raise Interrupted(campaign.name) from None
-        except BaseException:
-            store.set_status(campaign.id, CampaignStatus.FAILED)
-            raise
+        with contextlib.ExitStack() as held:
+            try:  # refusals (a mounted device, no root, another benchmark) come first
+                self.target.preflight()
+                held.enter_context(machine_lock(self.target, campaign.name))
+            except StortuneError:
+                if not store.has_started(campaign.id):
+                    store.delete_campaign(campaign.name)  # a refused run leaves nothing behind
+                raise
+            store.record_environment(
+                campaign.id, {**environment.fingerprint(), "target": self.target.describe()}
+            )
+            store.set_status(campaign.id, CampaignStatus.RUNNING)
+            try:
+                with sigterm_as_interrupt(), self.target:
+                    stopped_by = self._drive(plan)
+            except KeyboardInterrupt:
+                store.set_status(campaign.id, CampaignStatus.INTERRUPTED)
+                raise Interrupted(campaign.name) from None
+            except BaseException:
+                store.set_status(campaign.id, CampaignStatus.FAILED)
+                raise
         status = CampaignStatus.FINISHED
         if stopped_by == StopReason.BUSY:
             status = CampaignStatus.INTERRUPTED
