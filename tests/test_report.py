@@ -326,8 +326,11 @@ def test_localfs_recommendation_when_lower_is_better(tmp_path: Path) -> None:
         "dbserver on xfs: 2.00x lower latency than default (not re-measured), 2 evaluations"
     )
     code = sections_of(html)["recommendation"]
-    assert "mkfs.xfs" in code and "mount -t xfs -o noatime" in code
-    assert "echo mq-deadline &gt; /sys/block/DEVICE/queue/scheduler" in code
+    assert (
+        "mkfs.xfs /dev/DEVICE" in code
+        and "UUID=YOUR-FILESYSTEM-UUID  /srv/data  xfs  noatime" in code
+    )
+    assert "w /sys/block/DISK/queue/scheduler - - - - mq-deadline" in code
 
 
 def test_a_failing_section_does_not_lose_the_page(

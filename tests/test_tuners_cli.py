@@ -129,7 +129,11 @@ def test_recommendations_take_the_targets_native_form() -> None:
         pytest.skip("no ext4 here for the localfs rendering")
     localfs = load_space("localfs")
     text = render("localfs", localfs.default_config(), localfs, "h")
-    assert "\nmkfs.ext4 " in text and "\nmount -t ext4 " in text and "sysctl -w vm." in text
+    # the defaults change nothing: no mkfs, sysctl or queue file; the fstab line mounts it
+    assert "mkfs" not in text and "sysctl" not in text and "/sys/block" not in text
+    assert "  ext4  defaults  0  2" in text
+    changed = {**localfs.default_config(), "dirty_ratio": 40}
+    assert "\nvm.dirty_ratio = 40\n" in render("localfs", changed, localfs, "h")
 
 
 def test_compared_configs_are_remeasured_beside_default_and_best(

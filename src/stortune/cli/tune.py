@@ -20,7 +20,7 @@ from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.tuners import DEFAULT_TUNER, tuner_names
 from stortune.workflows.rank import RankOptions
-from stortune.workflows.recommend import recommend
+from stortune.workflows.recommend import Recommendation, recommend
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
 
 
@@ -232,17 +232,30 @@ def register(app: typer.Typer) -> None:
     def recommend_command(
         campaign: str = typer.Argument(..., help="A tuned campaign."),
         out: Path = typer.Option(None, "--out", help="Write the recommendation to this file."),
+        out_dir: Path = typer.Option(
+            None,
+            "--out-dir",
+            help="Write each file to install under this folder, laid out as under / "
+            "(etc/fstab, etc/sysctl.d/..., etc/tmpfiles.d/..., etc/udev/rules.d/..., mkfs.sh, "
+            "ceph.conf), with a README saying how.",
+        ),
         store: str = StoreOption,
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """Write a tuned campaign's best config in the target's native form (ceph.conf
-        sections; mkfs, mount and sysfs/sysctl lines; name = value otherwise) with the gain
-        measured against the default, for a production system.
+        """Say what to do with a tuned campaign (apply it, keep the default, or measure
+        more), with its verified gain and risky values, and write its changes from the
+        defaults as files a production system installs: for localfs an mkfs command without
+        the benchmark's own flags, an /etc/fstab line, an /etc/sysctl.d file, an
+        /etc/tmpfiles.d file and a udev rule for the block queue; ceph.conf sections for Ceph;
+        name = value lines otherwise. /dev/DEVICE stands for your device, DISK for its disk's
+        name under /sys/block.
 
-        Example: stortune recommend my-campaign --out recommended.conf
+        Example: stortune recommend my-campaign --out-dir recommended/
         """
         with Store(store, existing=True) as db:
             found = recommend(db, campaign)
+        if out_dir is not None:
+            write_install_files(out_dir, found)
         if json_out:
             print_json(found.to_dict())
         elif out is None:
@@ -251,3 +264,28 @@ def register(app: typer.Typer) -> None:
             out.write_text(found.text)
             if not json_out:
                 console.print(f"wrote {out}", highlight=False)
+        if out_dir is not None and not json_out:
+            console.print(
+                f"wrote {len(found.files)} file(s) to install and a README to {out_dir}",
+                highlight=False,
+            )
+
+
+def write_install_files(folder: Path, found: Recommendation) -> None:
+    """The recommendation's files under `folder` (as under /), and a README: the verdict and
+    how to install each."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in found.files:
+            path = folder / f.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f.text)
+        readme = [
+            line.removeprefix("# ").removeprefix("#")
+            for line in found.text.splitlines()
+            if line.startswith("#") and not line.startswith("# ==>")
+        ]
+        readme += ["", "Files:"] + [f"- {f.path}: {f.how}" for f in found.files]
+        (folder / "README").write_text("\n".join(readme) + "\n")
+    except OSError as exc:
+        raise StortuneError(f"cannot write to {folder}: {exc.strerror}") from None

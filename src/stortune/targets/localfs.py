@@ -199,7 +199,16 @@ class LocalFsTarget(Target):
         ConfigError/TargetError before anything is touched."""
         return self._plan(*self._full_config(config))
 
-    def _plan(self, values: Config, space: Space) -> Plan:
+    def changes(self, config: Config) -> Plan:
+        """What a production system must change from its defaults to hold `config`: the
+        plan of the parameters away from their space defaults, with mkfs free of the
+        benchmark's own flags (-F, -q, nodiscard, ...)."""
+        values, space = self._full_config(config)
+        changed = {name for name, value in values.items() if value != space[name].default}
+        return self._plan(values, space, only=changed)
+
+    def _plan(self, values: Config, space: Space, only: set[str] | None = None) -> Plan:
+        """`only`: just these parameters, for production (see `changes`)."""
         params = [space[name] for name in values]
         fs = self._default_fs(space)
         for p in params:
@@ -212,7 +221,8 @@ class LocalFsTarget(Target):
         for p in params:
             option = self._option(p, fs)
             omitted = "omit" in p.extra and values[p.name] == p.extra["omit"]
-            if option != mkfs.FSTYPE and not omitted:  # omit: the value that sets nothing
+            chosen = only is None or p.name in only
+            if option != mkfs.FSTYPE and not omitted and chosen:  # omit: a value setting nothing
                 layers[p.layer].append((p.name, option, values[p.name]))
         block = [
             (str(sysconf.queue_path(Path(), o)), sysconf.format_value(v))
@@ -222,7 +232,7 @@ class LocalFsTarget(Target):
         vm = [(o, sysconf.format_value(v)) for _, o, v in layers["vm"]]
         for name, _ in vm:
             sysconf.sysctl_path(name)
-        argv = mkfs.mkfs_argv(fs, "", layers["mkfs"])[:-1]
+        argv = mkfs.mkfs_argv(fs, "", layers["mkfs"], benchmark=only is None)[:-1]
         return Plan(fs, tuple(argv), mkfs.mount_options(layers["mount"]), tuple(block), tuple(vm))
 
     def _default_fs(self, space: Space) -> str:

@@ -72,11 +72,15 @@ def _fill(template: str, value: Any, name: str) -> str:
     return template.replace("{}", _value_text(value, name))
 
 
-def mkfs_argv(fs: str, device: str, options: Iterable[tuple[str, str, Any]]) -> list[str]:
-    """``mkfs.FS`` argv for `device`; `options` are (parameter, option string, value)."""
+def mkfs_argv(
+    fs: str, device: str, options: Iterable[tuple[str, str, Any]], benchmark: bool = True
+) -> list[str]:
+    """``mkfs.FS`` argv for `device`; `options` are (parameter, option string, value).
+    `benchmark`: with the flags a benchmark needs (force, quiet, no discard, eager init), which
+    a production file system does not."""
     if fs not in MKFS_BASE:
         raise TargetError(f"no mkfs support for {fs!r} (supported: {', '.join(MKFS_BASE)})")
-    fixed, grouped = MKFS_BASE[fs]
+    fixed, grouped = MKFS_BASE[fs] if benchmark else ([], {})
     subopts: dict[str, list[str]] = {k: list(v) for k, v in grouped.items()}
     argv = [f"mkfs.{fs}", *fixed]
     for name, option, value in options:

@@ -1,47 +1,123 @@
-"""A tuned config in the form a production system takes it (SAPPHIRE's test-cluster-to-
-production recommendation): a ceph.conf section, mkfs/mount command lines and sysfs/sysctl
-settings, or plain ``name = value`` lines for targets without a native form.
+"""A tuned config as the files a production system installs (SAPPHIRE's test-cluster-to-
+production recommendation): for localfs an mkfs command without the benchmark's own flags, an
+/etc/fstab line, an /etc/sysctl.d file, and the block-queue settings as an /etc/tmpfiles.d file
+and a udev rule; for Ceph a ceph.conf section; ``name = value`` lines otherwise. Only values
+away from the space's defaults appear: what there is to change.
 
 The renderings reuse the targets' own builders (`targets.ceph.ceph_conf_section`, the localfs
-target's `plan`), so a recommendation says exactly what the measured config set.
+target's `changes`), so a recommendation says exactly what the measured config set. Two
+placeholders stand for the production machine: ``/dev/DEVICE`` (the device or partition the
+file system lives on) and ``DISK`` (the whole disk's name under /sys/block, ``sdb`` for
+/dev/sdb1).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from stortune.space import Config, Space
 
+UUID_PLACEHOLDER = "UUID=YOUR-FILESYSTEM-UUID"
+MOUNT_POINT = "/srv/data"
 
-def render(kind: str, config: Config, space: Space, header: str) -> str:
-    """`config` for a target of `kind`, under `header` (comment lines)."""
+
+@dataclass(frozen=True)
+class InstallFile:
+    """One file to install: where it goes (relative to /, or a script), how, and its text."""
+
+    path: str
+    how: str
+    text: str
+
+
+def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
+    """The files holding `config`'s changes from the defaults, for a target of `kind`."""
     if kind == "ceph":
         from stortune.targets.ceph import ceph_conf_section
 
-        return ceph_conf_section(config, space, header)
-    comments = [f"# {line}" if line else "#" for line in header.splitlines()]
+        text = ceph_conf_section(config, space)
+        if not text.strip():
+            return []
+        return [InstallFile("ceph.conf", "merge these sections into /etc/ceph/ceph.conf", text)]
     if kind == "localfs":
-        return "\n".join([*comments, *_localfs(config, space)]) + "\n"
-    values = space.validate(config)
-    return "\n".join([*comments, *(f"{k} = {_text(v)}" for k, v in values.items())]) + "\n"
+        return _localfs(config, space)
+    parent = getattr(space, "parent", space)
+    values = getattr(space, "full_config", space.validate)(config)
+    lines = [f"{k} = {_text(v)}" for k, v in values.items() if v != parent[k].default]
+    if not lines:
+        return []
+    return [
+        InstallFile("stortune.conf", "set these values in your system", "\n".join(lines) + "\n")
+    ]
 
 
-def _localfs(config: Config, space: Space) -> list[str]:
+def render(kind: str, config: Config, space: Space, header: str) -> str:
+    """The recommendation as one text: `header` as comment lines, then each file to install
+    under a line saying where it goes and how."""
+    out = [f"# {line}" if line else "#" for line in header.splitlines()]
+    files = install_files(kind, config, space)
+    if not files:
+        out += ["#", "# nothing to install: every value is the default"]
+    for f in files:
+        out += ["", f"# ==> {f.path}: {f.how}", f.text.rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def _localfs(config: Config, space: Space) -> list[InstallFile]:
     from stortune.targets.localfs import LocalFsTarget
 
-    plan = LocalFsTarget(space).plan(config)
-    lines = ["", "# format (DEVICE: the production device; this erases it)"]
-    lines.append(" ".join([*plan.mkfs, "DEVICE"]))
-    lines += ["", "# mount (and the same options in /etc/fstab)"]
-    options = f" -o {plan.mount}" if plan.mount else ""
-    lines.append(f"mount -t {plan.fs}{options} DEVICE MOUNTPOINT")
-    if plan.block:
-        lines += ["", "# block queue settings of DEVICE (sysfs; e.g. from a udev rule)"]
-        lines += [f"echo {v} > /sys/block/DEVICE/queue/{attr}" for attr, v in plan.block]
+    target = LocalFsTarget(space)
+    plan = target.changes(config)
+    default_fs = target.changes(getattr(space, "parent", space).default_config()).fs
+    files = []
+    if len(plan.mkfs) > 1 or plan.fs != default_fs:
+        files.append(
+            InstallFile(
+                "mkfs.sh",
+                "run by hand on a new file system only: it ERASES /dev/DEVICE",
+                f"{' '.join(plan.mkfs)} /dev/DEVICE\n",
+            )
+        )
+    options = plan.mount or "defaults"
+    files.append(
+        InstallFile(
+            "etc/fstab",
+            f"add this line to /etc/fstab; {UUID_PLACEHOLDER.split('=')[0]}= comes from "
+            f"`blkid -s UUID -o value /dev/DEVICE`, {MOUNT_POINT} is your mount point",
+            f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {options}  0  2\n",
+        )
+    )
     if plan.vm:
-        lines += ["", "# kernel settings (sysctl; keep them in /etc/sysctl.d/90-stortune.conf)"]
-        lines += [f"sysctl -w {name}={v}" for name, v in plan.vm]
-    return lines
+        files.append(
+            InstallFile(
+                "etc/sysctl.d/90-stortune.conf",
+                "install as /etc/sysctl.d/90-stortune.conf, then `sysctl --system`",
+                "".join(f"{name} = {value}\n" for name, value in plan.vm),
+            )
+        )
+    if plan.block:
+        files.append(
+            InstallFile(
+                "etc/tmpfiles.d/90-stortune.conf",
+                "install as /etc/tmpfiles.d/90-stortune.conf (DISK: the disk under /sys/block, "
+                "sdb for /dev/sdb1); applied at boot, or now by `systemd-tmpfiles --create`",
+                "".join(
+                    f"w /sys/block/DISK/queue/{attr} - - - - {value}\n"
+                    for attr, value in plan.block
+                ),
+            )
+        )
+        assignments = ", ".join(f'ATTR{{queue/{attr}}}="{value}"' for attr, value in plan.block)
+        files.append(
+            InstallFile(
+                "etc/udev/rules.d/90-stortune.rules",
+                "or, for disks that come and go, this udev rule as "
+                "/etc/udev/rules.d/90-stortune.rules, then `udevadm trigger`",
+                f'ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="DISK", {assignments}\n',
+            )
+        )
+    return files
 
 
 def _text(value: Any) -> str:

@@ -3,7 +3,8 @@ sysfs/sysctl lines; name = value otherwise), with the gain measured against the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from stortune.enums import CampaignKind
@@ -12,7 +13,15 @@ from stortune.measure.verify import Gain, latest_verification, recommended_confi
 from stortune.space import Config
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store
-from stortune.tuners.render import render
+from stortune.tuners.render import InstallFile, install_files, render
+
+
+class Advice(StrEnum):
+    """What to do with a recommendation."""
+
+    APPLY = "apply it"  # verified: its gain's interval lies above no change
+    KEEP_DEFAULT = "keep the default"  # verified: within noise of the default (or worse)
+    MEASURE_MORE = "measure more"  # not re-measured: one noisy run may have put it first
 
 
 @dataclass
@@ -23,43 +32,77 @@ class Recommendation:
     gain: Gain | None
     text: str
     risks: list[Risk] = field(default_factory=list)
+    advice: Advice = Advice.MEASURE_MORE
+    files: list[InstallFile] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "campaign": self.campaign,
+            "advice": str(self.advice),
             "config": self.config,
             "why": self.why,
             "gain": self.gain.to_dict() if self.gain else None,
             "text": self.text,
             "risks": [r.to_dict() for r in self.risks],
+            "files": [asdict(f) for f in self.files],
         }
 
 
 def recommend(store: Store, name: str) -> Recommendation:
     """The recommendation of a campaign (a verification stands for the campaign it verified):
-    the config `measure.verify.recommended_config` chooses, every verified gain beside it (the
-    best, the best safe, compared configs), and the risks of any config shown."""
+    the config `measure.verify.recommended_config` chooses, what to do with it, every verified
+    gain beside it (the best, the best safe, compared configs), the risks of any config shown,
+    and the files that install it."""
     tuned = store.campaign(name)
     if tuned.kind == CampaignKind.VERIFY and tuned.settings.get("of"):
         tuned = store.campaign(tuned.settings["of"])
     verification = latest_verification(store, tuned)
     config, why = recommended_config(store, tuned)
     gains = stored_gains(store, tuned)
-    gain = gains.get("best")
     space = space_of(verification or tuned)
-    lines = [f"stortune recommendation from campaign {tuned.name} (tuner {tuned.tuner or '-'})"]
-    lines.append(f"recommended: {why}")
-    if not gains:
-        lines.append(f"{tuned.metric}: not re-measured (tune with --verify N to measure the gain)")
     labelled = _verified_configs(store, verification)
+    chosen = next((g for g in gains.values() if labelled.get(g.label) == config), None)
+    advice, verdict = advise(gains, chosen, tuned.name)
+    lines = [
+        f"stortune recommendation from campaign {tuned.name} (tuner {tuned.tuner or '-'}, "
+        f"objective {tuned.metric}:{tuned.direction})",
+        f"{advice.upper()}: {verdict}",
+        f"recommended: {why}",
+    ]
+    risks = risks_of(space, config)
+    lines.append("risky values: " + ("; ".join(r.text() for r in risks) if risks else "none"))
     for label, g in gains.items():
         lines.append(g.text() + ("" if g.significant else " (within noise)"))
         for risk in risks_of(space, labelled.get(label, {})):
             lines.append(f"RISK of {label}: {risk.text()}")
-    risks = risks_of(space, config)
-    lines += [f"RISK: {risk.text()}" for risk in risks]
-    text = render(str(tuned.target.get("kind", "")), config, space, "\n".join(lines))
-    return Recommendation(tuned.name, config, why, gain, text, risks)
+    kind = str(tuned.target.get("kind", ""))
+    text = render(kind, config, space, "\n".join(lines))
+    return Recommendation(
+        tuned.name, config, why, gains.get("best"), text, risks, advice,
+        install_files(kind, config, space),
+    )  # fmt: skip
+
+
+def advise(gains: dict[str, Gain], chosen: Gain | None, campaign: str) -> tuple[Advice, str]:
+    """What to do, and the verified numbers that say so."""
+    best = gains.get("best")
+    if best is None:
+        return Advice.MEASURE_MORE, (
+            "not re-measured, so its gain is unknown; `stortune tune --resume "
+            f"{campaign} --verify 5` measures it against the default first"
+        )
+    if chosen is not None and chosen.ci_low > 0:
+        return Advice.APPLY, f"verified {_ratio(chosen)} the default"
+    return Advice.KEEP_DEFAULT, (
+        f"within noise: the best config found measured {_ratio(best)} the default; keep the default"
+    )
+
+
+def _ratio(g: Gain) -> str:
+    return (
+        f"{g.ratio:.2f}x ({g.confidence:.0%} CI {1 + g.ci_low:.2f}-{1 + g.ci_high:.2f}; "
+        f"{g.n_default} + {g.n_best} runs)"
+    )
 
 
 def _verified_configs(store: Store, verification: Campaign | None) -> dict[str, Config]:

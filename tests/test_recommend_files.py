@@ -1,0 +1,173 @@
+"""`stortune recommend` writes files a person installs as written, and says what to do: the
+system's own parsers read them back (findmnt, sysctl, systemd-tmpfiles on a scratch root,
+mkfs on a scratch image, udevadm where present), only values away from the defaults appear,
+and the verdict follows the verified gain."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import STORTUNE
+
+from stortune.space import load_space
+from stortune.store import Store
+
+
+def stortune(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STORTUNE, *args], capture_output=True, text=True, timeout=300)
+
+
+def stored_localfs_campaign(db: Path, changes: dict[str, object]) -> None:
+    """A tuned localfs campaign whose best config holds `changes` (stored by hand: what is
+    tested is the recommendation, not the measuring)."""
+    space = load_space("localfs")
+    best = space.validate({**space.default_config(), **changes})
+    with Store(str(db)) as store:
+        campaign = store.create_campaign(
+            "fs",
+            kind="tune",
+            space_name="localfs",
+            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+            target={"kind": "localfs", "image_size": "2g"},
+            workload={"workloads": [{"kind": "fio", "job": "dbserver", "name": "dbserver"}]},
+            objective={"metric": "total.bw_mbs", "direction": "max"},
+            tuner="tpe",
+        )
+        for seq, (config, value) in enumerate([(space.default_config(), 40.0), (best, 50.0)]):
+            trial = store.add_trial(
+                campaign.id, seq, config, {"source": "default"} if not seq else {}
+            )
+            now = time.time()
+            store.add_run(
+                campaign.id, trial, workload="dbserver", repetition=0, status="ok",
+                metrics={"total.bw_mbs": value}, started_at=now, ended_at=now + 1,
+            )  # fmt: skip
+            store.finish_trial(trial, "ok", value)
+
+
+CHANGES = {
+    "fs": "xfs",
+    "atime": "noatime",
+    "scheduler": "mq-deadline",
+    "read_ahead_kb": 2048,
+    "dirty_ratio": 40,
+}
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Path:
+    db = tmp_path / "r.db"
+    stored_localfs_campaign(db, CHANGES)
+    done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "out"
+
+
+def test_the_fstab_line_reads_back_with_findmnt(installed: Path) -> None:
+    fstab = installed / "etc" / "fstab"
+    parsed = subprocess.run(
+        ["findmnt", "--fstab", "--tab-file", str(fstab), "-J"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    [entry] = json.loads(parsed.stdout)["filesystems"]
+    assert entry["fstype"] == "xfs" and entry["options"] == "noatime"
+    assert entry["source"].startswith("UUID=") and entry["target"].startswith("/")
+
+
+def test_the_sysctl_file_is_in_sysctls_own_syntax(installed: Path) -> None:
+    conf = installed / "etc" / "sysctl.d" / "90-stortune.conf"
+    assert conf.read_text() == "vm.dirty_ratio = 40\n"
+    parsed = subprocess.run(
+        ["sysctl", "--dry-run", "-p", str(conf)], capture_output=True, text=True
+    )  # parses the file and checks the key exists, writes nothing
+    assert parsed.returncode == 0, parsed.stderr
+    assert parsed.stdout.strip() == "vm.dirty_ratio = 40"
+
+
+def test_the_tmpfiles_lines_write_the_queue_settings_on_a_scratch_root(
+    installed: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    queue = root / "sys" / "block" / "sdz" / "queue"
+    queue.mkdir(parents=True)
+    for attribute in ("scheduler", "read_ahead_kb"):
+        (queue / attribute).write_text("")
+    lines = (installed / "etc" / "tmpfiles.d" / "90-stortune.conf").read_text()
+    conf = tmp_path / "90-stortune.conf"
+    conf.write_text(lines.replace("DISK", "sdz"))
+    subprocess.run(
+        ["systemd-tmpfiles", "--create", f"--root={root}", str(conf)], check=True, timeout=60
+    )
+    assert (queue / "scheduler").read_text() == "mq-deadline"
+    assert (queue / "read_ahead_kb").read_text() == "2048"
+
+
+@pytest.mark.skipif(shutil.which("udevadm") is None, reason="udevadm is not installed here")
+def test_the_udev_rule_verifies(installed: Path) -> None:
+    rule = installed / "etc" / "udev" / "rules.d" / "90-stortune.rules"
+    subprocess.run(["udevadm", "verify", str(rule)], check=True, timeout=60)
+
+
+def test_mkfs_has_no_benchmark_flags_and_makes_the_file_system(
+    installed: Path, tmp_path: Path
+) -> None:
+    script = (installed / "mkfs.sh").read_text()
+    assert script.strip() == "mkfs.xfs /dev/DEVICE"  # no -f, -q, -K: a benchmark's own flags
+    image = tmp_path / "scratch.img"
+    with image.open("wb") as f:
+        f.truncate(512 * 1024 * 1024)
+    command = script.strip().replace("/dev/DEVICE", str(image)).split()
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    made = subprocess.run(
+        ["blkid", "-o", "value", "-s", "TYPE", str(image)], capture_output=True, text=True
+    )
+    assert made.stdout.strip() == "xfs"
+
+
+def test_only_the_values_away_from_the_defaults_appear(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    stored_localfs_campaign(db, {"atime": "noatime"})
+    done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    files = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
+    assert [f for f in files if "." in f or f.endswith("fstab")] == ["etc/fstab"]
+    assert "ext4  noatime  0  2" in (tmp_path / "out" / "etc" / "fstab").read_text()
+    assert "mkfs" not in done.stdout and "sysctl" not in done.stdout.split("==>", 1)[-1]
+    assert "MEASURE MORE: not re-measured" in done.stdout  # one run each: measure first
+
+
+SPACE = "name: one\nparameters:\n  x: {type: int, low: 0, high: 9, default: 1}\n"
+
+
+@pytest.mark.parametrize(
+    ("bench", "advice", "says"),
+    [
+        ('print(json.dumps({"v": float(sys.argv[1])}))', "apply it", "APPLY IT: verified"),
+        ('print(json.dumps({"v": 5.0}))', "keep the default", "KEEP THE DEFAULT: within noise"),
+    ],
+)
+def test_the_verdict_follows_the_verified_gain(
+    tmp_path: Path, bench: str, advice: str, says: str
+) -> None:
+    (tmp_path / "s.yaml").write_text(SPACE)
+    (tmp_path / "b.py").write_text(f"import json, sys\n{bench}\n")
+    db = tmp_path / "r.db"
+    tuned = stortune(
+        "tune", "-t", "command", "--command", f"{sys.executable} {tmp_path / 'b.py'} {{x}}",
+        "-s", str(tmp_path / "s.yaml"), "-o", "v:max", "--tuner", "random", "--budget", "3",
+        "-r", "1", "--verify", "3", "--seed", "2", "--store", str(db), "--name", "c", "-q",
+    )  # fmt: skip
+    assert tuned.returncode == 0, tuned.stderr
+    text = stortune("recommend", "c", "--store", str(db))
+    assert says in text.stdout
+    found = json.loads(stortune("recommend", "c", "--store", str(db), "--json").stdout)
+    assert found["advice"] == advice
+    if advice == "keep the default":
+        assert "nothing to install" in text.stdout
