@@ -165,6 +165,7 @@ def test_the_verdict_follows_the_verified_gain(
         "-r", "1", "--verify", "3", "--seed", "2", "--store", str(db), "--name", "c", "-q",
     )  # fmt: skip
     assert tuned.returncode == 0, tuned.stderr
+    assert says.split(":")[0] in tuned.stdout  # the tuning ends with the same verdict
     text = stortune("recommend", "c", "--store", str(db))
     assert says in text.stdout
     found = json.loads(stortune("recommend", "c", "--store", str(db), "--json").stdout)

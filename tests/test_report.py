@@ -147,8 +147,8 @@ def test_tuned_campaign_has_every_section(tuned: Store, tmp_path: Path) -> None:
     # the headline: subject, gain with CI, evaluations, top parameters
     assert escape(report.headline) in html
     assert re.match(
-        r"t1 on (ext4|xfs): \d\.\d\dx throughput over default \(90% CI \d\.\d\d-\d\.\d\d\), "
-        r"16 evaluations, top parameters: ",
+        r"t1 on (ext4|xfs): \d\.\d\dx throughput over default "
+        r"\(90% CI \d\.\d\d-\d\.\d\d\): apply it, 16 evaluations, top parameters: ",
         report.headline,
     ), report.headline
     assert "block" in report.headline.split("top parameters:")[1]
@@ -269,7 +269,8 @@ def test_too_few_configs_for_an_analysis(tmp_path: Path) -> None:
         assert state(html, section) == "missing"
         assert re.search(r"only \d distinct configs", parts[section]), parts[section]
     assert state(html, "tuning") == "ok" and state(html, "recommendation") == "ok"
-    assert "(not re-measured)" in report.headline and "top parameters" not in report.headline
+    assert "(not re-measured: measure more" in report.headline
+    assert "top parameters" not in report.headline
 
 
 def test_imported_dataset(tmp_path: Path) -> None:
@@ -323,7 +324,8 @@ def test_localfs_recommendation_when_lower_is_better(tmp_path: Path) -> None:
         report = write_report(store, "lat", tmp_path)
     html = report.path.read_text()
     assert report.headline == (
-        "dbserver on xfs: 2.00x lower latency than default (not re-measured), 2 evaluations"
+        "dbserver on xfs: 2.00x lower latency than default (not re-measured: measure more "
+        "before applying it), 2 evaluations"
     )
     code = sections_of(html)["recommendation"]
     assert (

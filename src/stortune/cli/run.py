@@ -16,6 +16,7 @@ from stortune.measure.tuning import TuneSettings
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.tuners import tuner_names
+from stortune.workflows.recommend import advice_line
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
 
@@ -45,6 +46,8 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
                 f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}",
                 highlight=False,
             )
+            if outcome.kind == "tune":
+                console.print(advice_line({}, outcome.campaign), highlight=False)
     check_achieved(outcome)
 
 

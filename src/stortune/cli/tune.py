@@ -20,7 +20,7 @@ from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.tuners import DEFAULT_TUNER, tuner_names
 from stortune.workflows.rank import RankOptions
-from stortune.workflows.recommend import Recommendation, recommend
+from stortune.workflows.recommend import Recommendation, advice_line, recommend
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
 
 
@@ -61,6 +61,8 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         console.print(result.in_loop.text(), highlight=False)
     for gain in result.gains.values():
         console.print(gain.text(), highlight=False)
+    if outcome.best_config is not None:
+        console.print(advice_line(result.gains, outcome.campaign), highlight=False)
     if result.pareto and result.objective is not None and result.objective.scalarizer:
         specs = result.objective.scalarizer.objectives
         table = Table(title="Pareto front (no other trial is better on every objective)")

@@ -67,7 +67,10 @@ def headline(ctx: Context) -> str:
         best, default = ctx.findings.best, ctx.findings.default_value
         if best is not None and default and best.value:
             ratio = best.value / default if c.direction == Direction.MAX else default / best.value
-            parts.append(_times(ratio, word, c.direction) + " (not re-measured)")
+            parts.append(
+                _times(ratio, word, c.direction) + " (not re-measured: measure more before "
+                "applying it)"
+            )
         elif best is not None:
             parts.append(f"best {c.metric} {best.value:.4g}")
     parts.append(f"{n} evaluations")
@@ -79,7 +82,7 @@ def headline(ctx: Context) -> str:
 def verdict(gain: Gain, word: str) -> str:
     """What the re-measured gain says: a gain, a loss, or within noise (keep the default)."""
     if gain.significant and gain.gain > 0:
-        return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip()
+        return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip() + ": apply it"
     if gain.significant:
         return f"keep the default: the best config found re-measured {_ratio(gain)}"
     return f"within noise of the default, keep it: the best config found re-measured {_ratio(gain)}"

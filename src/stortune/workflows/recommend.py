@@ -9,7 +9,13 @@ from typing import Any
 
 from stortune.enums import CampaignKind
 from stortune.measure.campaigns import space_of
-from stortune.measure.verify import Gain, latest_verification, recommended_config, stored_gains
+from stortune.measure.verify import (
+    SAFE_LABEL,
+    Gain,
+    latest_verification,
+    recommended_config,
+    stored_gains,
+)
 from stortune.space import Config
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store
@@ -96,6 +102,15 @@ def advise(gains: dict[str, Gain], chosen: Gain | None, campaign: str) -> tuple[
     return Advice.KEEP_DEFAULT, (
         f"within noise: the best config found measured {_ratio(best)} the default; keep the default"
     )
+
+
+def advice_line(gains: dict[str, Gain], campaign: str) -> str:
+    """The verdict of a campaign's verified gains as one line (what `recommend` would say)."""
+    chosen = next(
+        (gains[k] for k in ("best", SAFE_LABEL) if k in gains and gains[k].ci_low > 0), None
+    )
+    advice, verdict = advise(gains, chosen, campaign)
+    return f"{advice.upper()}: {verdict}"
 
 
 def _ratio(g: Gain) -> str:
