@@ -125,3 +125,14 @@ def test_the_placeholders_are_in_the_help() -> None:
     helped = stortune("run", "--help").stdout + stortune("workload", "check", "--help").stdout
     for placeholder in ("${DIR}", "${RUNTIME}", "${SIZE}"):
         assert placeholder in helped
+
+
+def test_defaults_written_into_the_help_are_shown() -> None:
+    """Rich reads "[default: ...]" as markup and drops it unless it is escaped."""
+    wide = {**os.environ, "COLUMNS": "300"}
+    helped = subprocess.run(
+        [*STORTUNE, "run", "--help"], capture_output=True, text=True, env=wide
+    ).stdout
+    helped = " ".join(helped.replace("│", " ").split())  # unwrapped
+    assert "[default: 5 on targets that measure this machine, else 0]" in helped
+    assert "[default: 10]" in helped and "[default: 20; on --resume: as stored]" in helped

@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
             None,
             "--objective",
             "-o",
-            help="--budget: METRIC[:max|min] to measure [default: total.bw_mbs:max on localfs].",
+            help="--budget: METRIC[:max|min] to measure \\[default: total.bw_mbs:max on localfs].",
         ),
         repetitions: int = typer.Option(
             1, "--repetitions", "-r", help="--budget: runs per config."

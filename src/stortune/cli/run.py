@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
             [], "--bounds", help="Several objectives: METRIC=LOW:HIGH normalisation bounds."
         ),
         budget: int = typer.Option(
-            None, help="Evaluations (configs) in total [default: 20; on --resume: as stored]."
+            None, help="Evaluations (configs) in total \\[default: 20; on --resume: as stored]."
         ),
         seconds: float = typer.Option(
             None, help="A time budget: no run starts that would end after it."

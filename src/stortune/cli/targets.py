@@ -35,14 +35,14 @@ WORKLOAD = typer.Option(
     "under test; every path must be under it), ${RUNTIME} (from --runtime), ${SIZE} and "
     "${NAME/N} (NAME divided by N); check one with `stortune workload check FILE`; "
     "rados-write, rados-seq or rados-rand on ceph; a workload recorded in a --dataset "
-    "[default: the target's own: fileserver, rados-rand, every workload of the dataset].",
+    "\\[default: the target's own: fileserver, rados-rand, every workload of the dataset].",
 )
 RUNTIME = typer.Option(
     None,
     "--runtime",
     help="Seconds each run measures: fio's runtime (a job file takes it through "
     "runtime=${RUNTIME}, or gets it when it sets no runtime; one with its own runtime= is "
-    "refused), rados bench's duration (reads are prefilled for as long) [default: 10].",
+    "refused), rados bench's duration (reads are prefilled for as long) \\[default: 10].",
 )
 CHECK_DISTURBANCE = typer.Option(
     True,
@@ -60,7 +60,7 @@ REFERENCE_EVERY = typer.Option(
     None,
     "--reference-every",
     help="Measure the space's default config before the first evaluation, after every N and at "
-    "the end, so runs read relative to it (0: never) [default: 5 on targets that measure this "
+    "the end, so runs read relative to it (0: never) \\[default: 5 on targets that measure this "
     "machine, else 0].",
 )
 
@@ -146,7 +146,7 @@ def target_help() -> str:
     kinds = "; ".join(f"{kind}: {cls.summary}" for kind, cls in registry().items())
     implied = ", ".join(o.flag for o in option_table().values() if o.implies)
     return (
-        f"What to measure ({kinds}) [default: the target an option given names ({implied}), "
+        f"What to measure ({kinds}) \\[default: the target an option given names ({implied}), "
         f"else {DEFAULT_TARGET}]."
     )
 

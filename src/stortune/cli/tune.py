@@ -99,11 +99,11 @@ def register(app: typer.Typer) -> None:
         bounds: list[str] = typer.Option(
             [],
             "--bounds",
-            help="Several objectives: METRIC=LOW:HIGH normalisation bounds [default: 0 to twice "
+            help="Several objectives: METRIC=LOW:HIGH normalisation bounds \\[default: 0 to twice "
             "the default config's value].",
         ),
         budget: int = typer.Option(
-            None, help="Evaluations in total [default: 30; on --resume: as stored]."
+            None, help="Evaluations in total \\[default: 30; on --resume: as stored]."
         ),
         seconds: float = typer.Option(
             None, help="A time budget for tuning: no run starts that would end after it."
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
             None,
             "--rank-budget",
             help="With --rank: configs to sample (by LHS, one run each) for the ranking, counting "
-            "runs already stored for this space [default: max(20, 2 x parameters)].",
+            "runs already stored for this space \\[default: max(20, 2 x parameters)].",
         ),
         hold: str = typer.Option(
             "best", "--hold", help="With --rank: pin the others at their 'best' or 'default'."
