@@ -52,3 +52,27 @@ def test_a_second_benchmark_is_refused_while_one_measures(tmp_path: Path) -> Non
         )
     with BenchmarkLock("campaign 'fourth'"):
         pass
+
+
+@pytest.mark.parametrize("home", ["/proc/no-such-home", None])
+def test_without_a_writable_home_the_lock_lives_in_the_temporary_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, home: str | None
+) -> None:
+    """A user whose HOME is unwritable or unset (a service account, `env -i`) still gets
+    the lock, not a PermissionError from ~/.cache."""
+    import pwd
+    import tempfile
+
+    from stortune.measure.lock import lock_dir
+
+    monkeypatch.delenv("STORTUNE_LOCK_DIR")
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    if home is None:
+        monkeypatch.delenv("HOME", raising=False)
+        monkeypatch.setattr(pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))
+    else:
+        monkeypatch.setenv("HOME", home)
+    assert lock_dir() == tmp_path / "stortune-4242"
+    with BenchmarkLock("campaign 'service'"):
+        assert "service" in (tmp_path / "stortune-4242" / "benchmark.lock").read_text()

@@ -9,28 +9,48 @@ leaves it stuck; the file names the holder for the error message.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from stortune.errors import BusyError
+from stortune.errors import BusyError, StortuneError
 
 
 def lock_dir() -> Path:
+    """$STORTUNE_LOCK_DIR; as root /run/lock/stortune; else ~/.cache/stortune, or, when there
+    is no writable home, a folder of this user's in the temporary folder."""
     if os.environ.get("STORTUNE_LOCK_DIR"):
         return Path(os.environ["STORTUNE_LOCK_DIR"])
     if os.geteuid() == 0:
         return Path("/run/lock/stortune")
-    return Path.home() / ".cache" / "stortune"
+    candidates = []
+    with contextlib.suppress(RuntimeError, KeyError):  # no HOME and no passwd entry
+        candidates.append(Path.home() / ".cache" / "stortune")
+    candidates.append(Path(tempfile.gettempdir()) / f"stortune-{os.geteuid()}")
+    for candidate in candidates:
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            return candidate
+    raise StortuneError("no writable folder for the benchmark lock: set STORTUNE_LOCK_DIR to one")
 
 
 def exclusive_flock(path: Path, holder: str, busy: str) -> int:
     """Open `path` and take an exclusive flock without waiting; write `holder` into it.
     When someone else holds it, raise BusyError: `busy` with ``{holder}`` filled by what the
     holder wrote. Returns the open descriptor (closing it releases the lock)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StortuneError(
+            f"cannot open the lock {path}: {exc.strerror} (STORTUNE_LOCK_DIR sets its folder)"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
