@@ -160,3 +160,22 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0 and "stortune" in result.stdout
+
+
+def test_space_show_keeps_parameter_names_whole_on_a_narrow_terminal() -> None:
+    import os
+    import subprocess
+
+    from conftest import STORTUNE
+
+    from stortune.space import load_space
+
+    narrow = subprocess.run(
+        [*STORTUNE, "space", "show", "stack"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert narrow.returncode == 0
+    assert all(len(line) <= 80 for line in narrow.stdout.splitlines())
+    cells = {line.split("│")[1].strip() for line in narrow.stdout.splitlines() if "│" in line}
+    assert {p.name for p in load_space("stack").parameters} <= cells
+    assert "parameter" in narrow.stdout and "--json" in narrow.stdout

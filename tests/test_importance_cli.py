@@ -182,3 +182,16 @@ def test_rank_with_a_budget_needs_a_space() -> None:
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip() == "error: --budget needs --space (the parameters to sample)"
+
+
+def test_rank_warns_of_too_few_configs_and_an_assumed_direction(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    few = tmp_path / "few.csv"
+    few.write_text("a,b,thr\n" + "".join(f"{i % 3},{i % 2},{10 + i * i}\n" for i in range(7)))
+    out = " ".join(invoke(app, "rank", "--from", str(few)).split())
+    assert "only 6 distinct configs: a ranking needs at least 8" in out
+    assert "higher is taken as better (name the column thr- if lower is better" in out
+    stated = tmp_path / "stated.csv"
+    stated.write_text(few.read_text().replace("thr", "thr-"))
+    assert "taken as better" not in invoke(app, "rank", "--from", str(stated))

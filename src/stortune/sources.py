@@ -70,7 +70,7 @@ def load_source(
         dataset = load_dataset(path, metrics=metrics)
         frame = dataset.frame
     else:
-        with Store(store_url) as db:
+        with Store(store_url, existing=True) as db:
             try:
                 campaign = db.campaign(str(source))
             except StoreError as exc:

@@ -66,8 +66,32 @@ def resolve_dataset(
         raise RankError("say what to rank: --from FILE|CAMPAIGN, or --budget N on a live target")
     dataset = load_source(source, store, workload=workload, raw=raw)
     if not quiet:
-        console.print(describe_metric(metric or dataset.metrics[0]), highlight=False)
+        name = metric or dataset.metrics[0]
+        console.print(describe_metric(name), highlight=False)
+        for warning in ranking_warnings(dataset, name):
+            console.print(f"[yellow]warning[/]: {warning}", highlight=False, soft_wrap=True)
     return dataset
+
+
+def ranking_warnings(dataset: Dataset, metric: str) -> list[str]:
+    """What a reader of the ranking must know first: too few configs to stand above the noise
+    (the report's own limit), a direction that was assumed."""
+    from stortune.findings.table import MIN_CONFIGS
+
+    out = []
+    configs = len(dataset.frame[dataset.params].drop_duplicates()) if dataset.params else 0
+    if configs < MIN_CONFIGS:
+        out.append(
+            f"only {configs} distinct configs: a ranking needs at least {MIN_CONFIGS} to stand "
+            "above the run-to-run noise, so read this one as a guess"
+        )
+    if metric not in dataset.directions and not dataset.source.startswith("campaign"):
+        out.append(
+            f"{dataset.source or 'the table'} says nothing of {metric}'s direction, so higher "
+            f"is taken as better (name the column {metric}- if lower is better, {metric}+ to "
+            "say so)"
+        )
+    return out
 
 
 def measure_sample(

@@ -15,6 +15,9 @@ from stortune.space.parameter import MAX_LEVELS, check_levels
 # Counting the valid configs walks the whole grid (about 300,000 configs a second): bigger grids
 # (ceph's has 10**200) are only counted before conditions and constraints.
 COUNT_LIMIT = 250_000
+WIDE = 120  # terminal columns from which `space show` shows every column
+WIDE_COLUMNS = ("parameter", "type", "domain", "default", "unit", "layer", "apply", "active when")
+NARROW_COLUMNS = ("parameter", "domain", "default", "active when")
 
 
 def register(app: typer.Typer) -> None:
@@ -48,29 +51,28 @@ def register(app: typer.Typer) -> None:
             print_json(s.to_dict())
             return
         table = Table(title=f"space {s.name}: {len(s)} parameters", title_justify="left")
-        for column in (
-            "parameter",
-            "type",
-            "domain",
-            "default",
-            "unit",
-            "layer",
-            "apply",
-            "active when",
-        ):
-            table.add_column(column)
+        columns = WIDE_COLUMNS if console.width >= WIDE else NARROW_COLUMNS
+        for column in columns:
+            # names stay whole: a user copies them into -c NAME=VALUE
+            table.add_column(column, no_wrap=column in ("parameter", "default"))
         for p in s.parameters:
-            table.add_row(
-                p.name,
-                p.kind.value,
-                p.domain_text(),
-                str(p.default),
-                p.unit,
-                p.layer,
-                p.cost.value,
-                p.condition.text if p.condition else "",
-            )
+            cells = {
+                "parameter": p.name,
+                "type": p.kind.value,
+                "domain": p.domain_text(),
+                "default": str(p.default),
+                "unit": p.unit,
+                "layer": p.layer,
+                "apply": p.cost.value,
+                "active when": p.condition.text if p.condition else "",
+            }
+            table.add_row(*(cells[c] for c in columns))
         console.print(table)
+        if columns is NARROW_COLUMNS:
+            console.print(
+                f"(type, unit, layer and apply show at {WIDE} columns or more, and in --json)",
+                highlight=False,
+            )
         for c in s.constraints:
             console.print(f"constraint: {c.describe()}", highlight=False)
 
