@@ -179,3 +179,14 @@ def test_space_show_keeps_parameter_names_whole_on_a_narrow_terminal() -> None:
     cells = {line.split("│")[1].strip() for line in narrow.stdout.splitlines() if "│" in line}
     assert {p.name for p in load_space("stack").parameters} <= cells
     assert "parameter" in narrow.stdout and "--json" in narrow.stdout
+
+
+def test_version_prints_the_installed_version() -> None:
+    import subprocess
+    from importlib import metadata
+
+    from conftest import STORTUNE
+
+    done = subprocess.run([*STORTUNE, "--version"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"stortune {metadata.version('stortune')}"

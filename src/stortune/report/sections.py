@@ -146,9 +146,15 @@ def environment_section(ctx: Context) -> Section:
     ]
     analysis = ctx.findings.analysis
     if analysis is not None:
-        from stortune.sources import describe_metric
+        from stortune.sources import describe_metric, is_relative
 
-        rows.append(["analysed", f"{describe_metric(analysis.metric)}"])
+        scope = (
+            " (importance and model accuracy; the runs and the tuning curve are plotted in "
+            "absolute values)"
+            if is_relative(analysis.metric)
+            else ""
+        )
+        rows.append(["analysed", f"{describe_metric(analysis.metric)}{scope}"])
     section.tables.append(Table(["", ""], rows, "campaign"))
     envs = ctx.store.environments(c.id)
     if envs:
