@@ -194,3 +194,40 @@ def sweep(
         SweepSettings(repetitions, reference_every, seed),
         rules or RunRules(),
     )
+
+
+def stored_localfs_campaign(
+    store: Store,
+    name: str,
+    changes: dict[str, Any],
+    objective: tuple[str, str],
+    values: tuple[float, float],
+) -> None:
+    """A tuned localfs campaign of two evaluations, the default's and a best config holding
+    `changes`, stored by hand (no root needed): for what reads a campaign (a recommendation,
+    a headline), not for the measuring."""
+    import yaml
+
+    from stortune.space import load_space
+
+    space = load_space("localfs")
+    best = space.validate({**space.default_config(), **changes})
+    metric, direction = objective
+    campaign = store.create_campaign(
+        name,
+        kind="tune",
+        space_name="localfs",
+        space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
+        target={"kind": "localfs", "image_size": "2g"},
+        workload={"workloads": [{"kind": "fio", "job": "dbserver", "name": "dbserver"}]},
+        objective={"metric": metric, "direction": direction},
+        tuner="tpe",
+    )
+    for seq, (config, value) in enumerate(zip((space.default_config(), best), values, strict=True)):
+        trial = store.add_trial(campaign.id, seq, config, {"source": "default"} if not seq else {})
+        now = time.time()
+        store.add_run(
+            campaign.id, trial, workload="dbserver", repetition=0, status="ok",
+            metrics={metric: value}, started_at=now, ended_at=now + 1,
+        )  # fmt: skip
+        store.finish_trial(trial, "ok", value)

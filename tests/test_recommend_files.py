@@ -9,14 +9,11 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import STORTUNE
+from conftest import STORTUNE, stored_localfs_campaign
 
-from stortune.space import load_space
 from stortune.store import Store
 
 
@@ -24,32 +21,9 @@ def stortune(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*STORTUNE, *args], capture_output=True, text=True, timeout=300)
 
 
-def stored_localfs_campaign(db: Path, changes: dict[str, object]) -> None:
-    """A tuned localfs campaign whose best config holds `changes` (stored by hand: what is
-    tested is the recommendation, not the measuring)."""
-    space = load_space("localfs")
-    best = space.validate({**space.default_config(), **changes})
+def stored(db: Path, changes: dict[str, object]) -> None:
     with Store(str(db)) as store:
-        campaign = store.create_campaign(
-            "fs",
-            kind="tune",
-            space_name="localfs",
-            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
-            target={"kind": "localfs", "image_size": "2g"},
-            workload={"workloads": [{"kind": "fio", "job": "dbserver", "name": "dbserver"}]},
-            objective={"metric": "total.bw_mbs", "direction": "max"},
-            tuner="tpe",
-        )
-        for seq, (config, value) in enumerate([(space.default_config(), 40.0), (best, 50.0)]):
-            trial = store.add_trial(
-                campaign.id, seq, config, {"source": "default"} if not seq else {}
-            )
-            now = time.time()
-            store.add_run(
-                campaign.id, trial, workload="dbserver", repetition=0, status="ok",
-                metrics={"total.bw_mbs": value}, started_at=now, ended_at=now + 1,
-            )  # fmt: skip
-            store.finish_trial(trial, "ok", value)
+        stored_localfs_campaign(store, "fs", changes, ("total.bw_mbs", "max"), (40.0, 50.0))
 
 
 CHANGES = {
@@ -64,7 +38,7 @@ CHANGES = {
 @pytest.fixture
 def installed(tmp_path: Path) -> Path:
     db = tmp_path / "r.db"
-    stored_localfs_campaign(db, CHANGES)
+    stored(db, CHANGES)
     done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     return tmp_path / "out"
@@ -133,7 +107,7 @@ def test_mkfs_has_no_benchmark_flags_and_makes_the_file_system(
 
 def test_only_the_values_away_from_the_defaults_appear(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    stored_localfs_campaign(db, {"atime": "noatime"})
+    stored(db, {"atime": "noatime"})
     done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     files = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))

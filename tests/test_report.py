@@ -8,7 +8,6 @@ import itertools
 import json
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -289,38 +288,11 @@ def test_imported_dataset(tmp_path: Path) -> None:
 
 def test_localfs_recommendation_when_lower_is_better(tmp_path: Path) -> None:
     """Stored by hand (no root needed): mkfs/mount lines, and a latency headline."""
-    import yaml
+    from conftest import stored_localfs_campaign
 
-    from stortune.space import load_space
-
-    space = load_space("localfs")
-    best = {**space.default_config(), "fs": "xfs", "atime": "noatime", "scheduler": "mq-deadline"}
+    best = {"fs": "xfs", "atime": "noatime", "scheduler": "mq-deadline"}
     with Store(str(tmp_path / "runs.db")) as store:
-        campaign = store.create_campaign(
-            "lat",
-            kind="tune",
-            space_name="localfs",
-            space_yaml=yaml.safe_dump(space.to_dict(), sort_keys=False),
-            target={"kind": "localfs", "image_size": "2g"},
-            workload={"workloads": [{"kind": "fio", "job": "dbserver", "name": "dbserver"}]},
-            objective={"metric": "read.lat_mean_ms", "direction": "min"},
-            tuner="tpe",
-        )
-        for seq, (config, value) in enumerate([(space.default_config(), 4.0), (best, 2.0)]):
-            info = {"source": "default"} if seq == 0 else {}
-            trial = store.add_trial(campaign.id, seq, config, info)
-            now = time.time()
-            store.add_run(
-                campaign.id,
-                trial,
-                workload="dbserver",
-                repetition=0,
-                status="ok",
-                metrics={"read.lat_mean_ms": value},
-                started_at=now,
-                ended_at=now + 1,
-            )
-            store.finish_trial(trial, "ok", value)
+        stored_localfs_campaign(store, "lat", best, ("read.lat_mean_ms", "min"), (4.0, 2.0))
         report = write_report(store, "lat", tmp_path)
     html = report.path.read_text()
     assert report.headline == (
