@@ -106,7 +106,9 @@ def test_workload_check_runs_fios_parse_and_says_how_long_a_run_lasts(tmp_path: 
     assert ok.returncode == 0, ok.stderr
     result = json.loads(ok.stdout)
     assert result["jobs"] == ["reader"] and result["placeholders"] == ["DIR", "RUNTIME"]
-    assert "--runtime" in result["runtime"]
+    assert "--runtime" in result["runtime"] and "added to its [global] section" in result["runtime"]
+    shown = stortune("workload", "check", str(tmp_path / "my.fio"), "--runtime", "5")
+    assert "added to its [global] section" in " ".join(shown.stdout.split())
     bad = stortune("workload", "check", str(job(tmp_path, GOOD.replace("randread", "sideways"))))
     assert bad.returncode == 2 and "fio rejects it" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1

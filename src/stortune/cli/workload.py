@@ -78,7 +78,12 @@ def register(app: typer.Typer) -> None:
         fio_parse(workload.render("/stortune-check", workload.runtime), workload.name)
         placeholders = placeholders_in(workload.text)
         jobs = [s for s in _JOB_SECTION.findall(workload.text) if s.strip() != "global"]
-        if workload.timed:
+        if workload.runtime_added:
+            length = (
+                "each run lasts --runtime seconds: the file sets no runtime, so time_based=1 and "
+                "runtime=${RUNTIME} are added to its [global] section"
+            )
+        elif workload.timed:
             length = "each run lasts --runtime seconds (runtime=${RUNTIME})"
         else:
             length = "each run lasts as long as the job takes (it sets its own length)"
@@ -93,10 +98,10 @@ def register(app: typer.Typer) -> None:
             print_json(result)
             return
         console.print(f"[green]ok[/]: {job}: fio parses it", highlight=False)
-        console.print(f"  jobs: {', '.join(jobs) or '(none)'}", highlight=False)
+        console.print(f"  jobs: {', '.join(jobs) or '(none)'}", highlight=False, markup=False)
         used = ", ".join("${" + p + "}" for p in placeholders) or "none"
         console.print(f"  placeholders: {used}", highlight=False)
-        console.print(f"  {length}", highlight=False)
+        console.print(f"  {length}", highlight=False, markup=False)
 
 
 def template_summary(name: str) -> str:

@@ -126,6 +126,7 @@ class FioWorkload(Workload):
         job = str(job)
         template = ALIASES.get(job, job)
         from_file = False
+        self.runtime_added = False  # time_based and runtime=${RUNTIME} added to a user's file
         if text is not None:
             self.job, self.template = job, None
         elif template in TEMPLATES:
@@ -138,7 +139,9 @@ class FioWorkload(Workload):
             except OSError as exc:
                 raise ConfigError(f"fio job file {job}: {exc.strerror}") from None
             self.job, self.template = str(path.resolve()), None
+            written = text
             text = _with_runtime(text, job, runtime_given)
+            self.runtime_added = text != written
             from_file = True
         else:
             raise ConfigError(
