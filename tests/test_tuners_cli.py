@@ -129,9 +129,9 @@ def test_recommendations_take_the_targets_native_form() -> None:
         pytest.skip("no ext4 here for the localfs rendering")
     localfs = load_space("localfs")
     text = render("localfs", localfs.default_config(), localfs, "h")
-    # the defaults change nothing: no mkfs, sysctl or queue file; the fstab line mounts it
+    # the defaults change nothing: no mkfs, fstab, sysctl or queue file
     assert "mkfs" not in text and "sysctl" not in text and "/sys/block" not in text
-    assert "  ext4  defaults  0  2" in text
+    assert "nothing to install: every value is the default" in text and "fstab" not in text
     changed = {**localfs.default_config(), "dirty_ratio": 40}
     assert "\nvm.dirty_ratio = 40\n" in render("localfs", changed, localfs, "h")
 

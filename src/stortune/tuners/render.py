@@ -79,15 +79,15 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
                 f"{' '.join(plan.mkfs)} /dev/DEVICE\n",
             )
         )
-    options = plan.mount or "defaults"
-    files.append(
-        InstallFile(
-            "etc/fstab",
-            f"add this line to /etc/fstab; {UUID_PLACEHOLDER.split('=')[0]}= comes from "
-            f"`blkid -s UUID -o value /dev/DEVICE`, {MOUNT_POINT} is your mount point",
-            f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {options}  0  2\n",
+    if plan.mount or plan.fs != default_fs:
+        files.append(
+            InstallFile(
+                "etc/fstab",
+                f"add this line to /etc/fstab; {UUID_PLACEHOLDER.split('=')[0]}= comes from "
+                f"`blkid -s UUID -o value /dev/DEVICE`, {MOUNT_POINT} is your mount point",
+                f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {plan.mount or 'defaults'}  0  2\n",
+            )
         )
-    )
     if plan.vm:
         files.append(
             InstallFile(

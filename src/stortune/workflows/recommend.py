@@ -99,9 +99,8 @@ def advise(gains: dict[str, Gain], chosen: Gain | None, campaign: str) -> tuple[
         )
     if chosen is not None and chosen.ci_low > 0:
         return Advice.APPLY, f"verified {_ratio(chosen)} the default"
-    return Advice.KEEP_DEFAULT, (
-        f"within noise: the best config found measured {_ratio(best)} the default; keep the default"
-    )
+    noise = "" if best.significant else "within noise: "
+    return Advice.KEEP_DEFAULT, f"{noise}the best config found measured {_ratio(best)} the default"
 
 
 def advice_line(gains: dict[str, Gain], campaign: str) -> str:
