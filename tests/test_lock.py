@@ -76,3 +76,31 @@ def test_without_a_writable_home_the_lock_lives_in_the_temporary_folder(
     assert lock_dir() == tmp_path / "stortune-4242"
     with BenchmarkLock("campaign 'service'"):
         assert "service" in (tmp_path / "stortune-4242" / "benchmark.lock").read_text()
+
+
+def test_the_demo_without_root_home_or_a_writable_folder_is_one_line(tmp_path: Path) -> None:
+    """A user who is not root, has no writable home and runs the demo where nothing may be
+    written gets one line, not a traceback (as another user: uid 4242 stands in, since this
+    interpreter may live where other users cannot reach)."""
+    script = tmp_path / "demo.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import os
+            os.geteuid = lambda: 4242
+            from stortune.cli import main
+            main(["demo"])
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STORTUNE_", "MPL"))}
+    env["HOME"] = "/proc/no-such-home"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd="/proc", env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: cannot make the demo's folder stortune-demo: No such file or directory (run it "
+        "where you may write, or give --out FOLDER)"
+    ]

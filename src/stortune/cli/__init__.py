@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from stortune.measure.runner import Interrupted
 
+    _matplotlib_cache_without_home()
     try:
         code = app(args=argv, prog_name="stortune", standalone_mode=False)
         if isinstance(code, int) and code:
@@ -120,6 +121,29 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+
+
+def _matplotlib_cache_without_home() -> None:
+    """Without a writable home matplotlib warns on import, twice; give it a cache folder of
+    this user's in the temporary folder instead."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        home = None
+    if home is not None and os.access(home, os.W_OK):
+        return
+    folder = Path(tempfile.gettempdir()) / f"stortune-matplotlib-{os.geteuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return
+    os.environ["MPLCONFIGDIR"] = str(folder)
 
 
 def resume_hint(campaign: str, argv: list[str] | None) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stortune.errors import ConfigError
+from stortune.errors import ConfigError, StortuneError
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
@@ -116,7 +116,13 @@ def run_demo(
 ) -> DemoResult:
     from stortune.report import write_report  # matplotlib: only when a report is made
 
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StortuneError(
+            f"cannot make the demo's folder {out}: {exc.strerror} (run it where you may write, "
+            "or give --out FOLDER)"
+        ) from None
     target, workloads, subject = demo_target(out, workload, runtime)
     if subject:
         reporter.note(
