@@ -65,7 +65,7 @@ def all_commands() -> list[list[str]]:
     group = typer.main.get_command(app)
     for name, command in group.commands.items():
         if hasattr(command, "commands"):
-            commands += [[name, sub] for sub in command.commands]
+            commands += [[name], *([name, sub] for sub in command.commands)]
         else:
             commands.append([name])
     return commands

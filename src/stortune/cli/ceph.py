@@ -23,7 +23,8 @@ DirOption = typer.Option(..., "--dir", help="The mini-cluster's directory.")
 
 def register(app: typer.Typer) -> None:
     ceph_app = typer.Typer(
-        help="Ceph: the parameter space from Ceph's metadata, local mini-clusters, ceph.conf.",
+        help="Ceph: the parameter space from Ceph's metadata, local mini-clusters, ceph.conf."
+        "\n\nExample: stortune ceph space --out ceph.yaml",
         no_args_is_help=True,
     )
     app.add_typer(ceph_app, name="ceph")

@@ -75,7 +75,10 @@ def _trials_table(c: Campaign, trials: list[Trial]) -> tuple[str, Table]:
 def register(app: typer.Typer) -> None:
     _register_tables(app)
     campaigns_app = typer.Typer(
-        help="List the campaigns in a store; delete or rename one.", invoke_without_command=True
+        help="List the campaigns in a store; delete or rename one.\n\n"
+        "Example: stortune campaigns --store results.db\n\n"
+        "Example: stortune campaigns rename demo ext4-mailserver --store results.db",
+        invoke_without_command=True,
     )
     app.add_typer(campaigns_app, name="campaigns")
 

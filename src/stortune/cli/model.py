@@ -33,7 +33,8 @@ TECHNIQUE_NAMES = ("linear", "linear-int", "mars", "mars-int", "cart", "m5", "cu
 DEFAULT_OUT = Path("stortune-out") / "models"
 
 model_app = typer.Typer(
-    help="Performance models: predict a metric from a configuration (Noorshams et al., ICPE'13).",
+    help="Performance models: predict a metric from a configuration (Noorshams et al., ICPE'13)."
+    "\n\nExample: stortune model fit --from data/localfs.csv --technique mars",
     no_args_is_help=True,
 )
 

@@ -21,7 +21,10 @@ NARROW_COLUMNS = ("parameter", "domain", "default", "active when")
 
 
 def register(app: typer.Typer) -> None:
-    space_app = typer.Typer(help="List, show and check parameter spaces.", no_args_is_help=True)
+    space_app = typer.Typer(
+        help="List, show and check parameter spaces.\n\nExample: stortune space show ext4",
+        no_args_is_help=True,
+    )
     app.add_typer(space_app, name="space")
 
     @space_app.command("list")

@@ -25,7 +25,9 @@ _JOB_SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$", re.MULTILINE)
 
 def register(app: typer.Typer) -> None:
     workload_app = typer.Typer(
-        help="The bundled fio templates, and checking your own job file.", no_args_is_help=True
+        help="The bundled fio templates, and checking your own job file.\n\n"
+        "Example: stortune workload check my.fio --runtime 10",
+        no_args_is_help=True,
     )
     app.add_typer(workload_app, name="workload")
 
