@@ -178,6 +178,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(tmp_path: Path, bench: P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # what the killed process leaves is ours
     )
     try:
         deadline = time.monotonic() + 90

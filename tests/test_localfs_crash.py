@@ -88,7 +88,10 @@ def test_next_target_undoes_a_killed_run(system: Path) -> None:
         f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")
     }
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(system)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, str(system)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(system.parent)},  # its temporary files stay in the test
     )
     try:
         device = child.stdout.readline().strip()
