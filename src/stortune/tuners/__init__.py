@@ -15,6 +15,7 @@ _OWN: dict[str, type[Tuner] | str] = {
     "bo": "stortune.tuners.bo:BOTuner",
     "ddpg": "stortune.tuners.ddpg:DDPGTuner",
     "bestconfig": "stortune.tuners.bestconfig:BestConfigTuner",
+    "flash": "stortune.tuners.flash:FlashTuner",
     "random": RandomTuner,
     "lhs": LHSTuner,
 }
