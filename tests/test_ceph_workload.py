@@ -3,6 +3,10 @@ specs, and the cluster-side metrics computed from perf dumps."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
+
 import pytest
 
 from stortune.errors import ConfigError
@@ -120,3 +124,28 @@ def test_cluster_sampler_reports_per_osd_and_cluster_metrics() -> None:
     assert metrics["ceph.osd.1.apply_latency_ms"] == 4.0
     assert metrics["ceph.osd.0.rss_mb"] == 200.0 and metrics["ceph.osd.0.cpu_pct"] > 0
     assert not any(k.startswith("ceph.mon.a") for k in metrics)
+
+
+def test_an_interrupted_cleanup_leaves_no_rados_process_behind() -> None:
+    """Ctrl-C or SIGTERM while `rados cleanup` runs: every cleanup process is killed, none is
+    left hanging against a cluster that teardown then removes."""
+    import signal
+    import sys
+
+    marker = f"stortune-cleanup-test-{os.getpid()}"
+    hang = [sys.executable, "-c", "import time; time.sleep(60)", marker]
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            RadosWorkload.named("rados-write")._cleanup(hang, ["a", "b"], time.monotonic() + 30)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    time.sleep(0.3)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left.strip() == ""

@@ -282,11 +282,14 @@ class RadosWorkload(Workload):
             )
             for name in names
         ]
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _kill(proc)
+        try:
+            for proc in procs:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        finally:  # also on Ctrl-C/SIGTERM: none may outlive us against a cluster torn down
+            for proc in procs:
+                if proc.poll() is None:
+                    _kill(proc)
 
 
 class _Failed(Exception):
