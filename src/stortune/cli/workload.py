@@ -15,7 +15,6 @@ from stortune.workloads.fio import (
     PLACEHOLDER_HELP,
     TEMPLATES,
     FioWorkload,
-    fio_parse,
     placeholders_in,
     template_text,
 )
@@ -74,10 +73,9 @@ def register(app: typer.Typer) -> None:
         ),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        workload = FioWorkload(
+        workload = FioWorkload(  # reading the file checks it, fio's own parse included
             job, **({"runtime": runtime, "runtime_given": True} if runtime else {})
         )
-        fio_parse(workload.render("/stortune-check", workload.runtime), workload.name)
         placeholders = placeholders_in(workload.text)
         jobs = [s for s in _JOB_SECTION.findall(workload.text) if s.strip() != "global"]
         if workload.runtime_added:

@@ -43,16 +43,11 @@ class FlashTuner(Tuner):
             drawn = [space.default_config(), *latin_hypercube(space, SAMPLED_POOL, seed).configs]
         else:
             drawn = list(pool)
-        self.pool: list[Config] = []
-        keys: set[str] = set()
-        for config in drawn:  # each distinct config once, in the pool's order
-            key = config_key(config)
-            if key not in keys:
-                keys.add(key)
-                self.pool.append(dict(config))
-        if not self.pool:
+        unique = {config_key(c): dict(c) for c in drawn}  # each distinct config once, in order
+        if not unique:
             raise StortuneError("FLASH needs a pool of at least one config")
-        self._keys = [config_key(c) for c in self.pool]
+        self._keys = list(unique)
+        self.pool: list[Config] = list(unique.values())
         self._points = np.array([space.encode(c) for c in self.pool])
         self._measured: set[str] = set()
         self._initial = initial_size(budget)

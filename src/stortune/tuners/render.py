@@ -53,10 +53,14 @@ def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
 
 
 def render(kind: str, config: Config, space: Space, header: str) -> str:
-    """The recommendation as one text: `header` as comment lines, then each file to install
-    under a line saying where it goes and how."""
+    """The recommendation as one text (see `render_files`)."""
+    return render_files(install_files(kind, config, space), header)
+
+
+def render_files(files: list[InstallFile], header: str) -> str:
+    """`header` as comment lines, then each file to install under a line saying where it goes
+    and how."""
     out = [f"# {line}" if line else "#" for line in header.splitlines()]
-    files = install_files(kind, config, space)
     if not files:
         out += ["#", "# nothing to install: every value is the default"]
     for f in files:
@@ -83,7 +87,7 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
         files.append(
             InstallFile(
                 "etc/fstab",
-                f"add this line to /etc/fstab; {UUID_PLACEHOLDER.split('=')[0]}= comes from "
+                "add this line to /etc/fstab; UUID= comes from "
                 f"`blkid -s UUID -o value /dev/DEVICE`, {MOUNT_POINT} is your mount point",
                 f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {plan.mount or 'defaults'}  0  2\n",
             )

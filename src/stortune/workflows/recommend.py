@@ -19,7 +19,7 @@ from stortune.measure.verify import (
 from stortune.space import Config
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store
-from stortune.tuners.render import InstallFile, install_files, render
+from stortune.tuners.render import InstallFile, install_files, render_files
 
 
 class Advice(StrEnum):
@@ -67,12 +67,11 @@ def recommend(store: Store, name: str) -> Recommendation:
     gains = stored_gains(store, tuned)
     space = space_of(verification or tuned)
     labelled = _verified_configs(store, verification)
-    chosen = next((g for g in gains.values() if labelled.get(g.label) == config), None)
-    advice, verdict = advise(gains, chosen, tuned.name)
+    advice, verdict = advise(gains, tuned.name)
     lines = [
         f"stortune recommendation from campaign {tuned.name} (tuner {tuned.tuner or '-'}, "
         f"objective {tuned.metric}:{tuned.direction})",
-        f"{advice.upper()}: {verdict}",
+        _verdict_line(advice, verdict),
         f"recommended: {why}",
     ]
     risks = risks_of(space, config)
@@ -81,34 +80,36 @@ def recommend(store: Store, name: str) -> Recommendation:
         lines.append(g.text() + ("" if g.significant else " (within noise)"))
         for risk in risks_of(space, labelled.get(label, {})):
             lines.append(f"RISK of {label}: {risk.text()}")
-    kind = str(tuned.target.get("kind", ""))
-    text = render(kind, config, space, "\n".join(lines))
-    return Recommendation(
-        tuned.name, config, why, gains.get("best"), text, risks, advice,
-        install_files(kind, config, space),
-    )  # fmt: skip
+    files = install_files(str(tuned.target.get("kind", "")), config, space)
+    text = render_files(files, "\n".join(lines))
+    return Recommendation(tuned.name, config, why, gains.get("best"), text, risks, advice, files)
 
 
-def advise(gains: dict[str, Gain], chosen: Gain | None, campaign: str) -> tuple[Advice, str]:
-    """What to do, and the verified numbers that say so."""
+def advise(gains: dict[str, Gain], campaign: str) -> tuple[Advice, str]:
+    """What to do, and the verified numbers that say so. The config applied is the one
+    `recommended_config` picks: the best when its gain lies above the noise, else the best
+    safe one when that does."""
     best = gains.get("best")
+    chosen = next(
+        (gains[k] for k in ("best", SAFE_LABEL) if k in gains and gains[k].ci_low > 0), None
+    )
     if best is None:
         return Advice.MEASURE_MORE, (
             "not re-measured, so its gain is unknown; `stortune tune --resume "
             f"{campaign} --verify 5` measures it against the default first"
         )
-    if chosen is not None and chosen.ci_low > 0:
+    if chosen is not None:
         return Advice.APPLY, f"verified {_ratio(chosen)} the default"
     noise = "" if best.significant else "within noise: "
     return Advice.KEEP_DEFAULT, f"{noise}the best config found measured {_ratio(best)} the default"
 
 
 def advice_line(gains: dict[str, Gain], campaign: str) -> str:
-    """The verdict of a campaign's verified gains as one line (what `recommend` would say)."""
-    chosen = next(
-        (gains[k] for k in ("best", SAFE_LABEL) if k in gains and gains[k].ci_low > 0), None
-    )
-    advice, verdict = advise(gains, chosen, campaign)
+    """The verdict of a campaign's verified gains as one line (what `recommend` says)."""
+    return _verdict_line(*advise(gains, campaign))
+
+
+def _verdict_line(advice: Advice, verdict: str) -> str:
     return f"{advice.upper()}: {verdict}"
 
 
