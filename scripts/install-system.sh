@@ -3,8 +3,9 @@
 # everything is present, so `make test` stays fast on a machine that already has them.
 set -euo pipefail
 packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev postgresql)
-packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target (issue #8)
-packages+=(chromium)  # the report's browser test (issue #9)
+packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target
+packages+=(libfuse2)  # the simulated disk of `stortune.profile.simdisk` (fusepy loads it)
+packages+=(chromium)  # the report's browser test
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

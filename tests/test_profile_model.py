@@ -138,8 +138,15 @@ def test_estimated_piecewise_curve_matches_everywhere() -> None:
     observations = [(s, p, piecewise(p)(s)) for sizes in picks for s in sizes for p in PATTERNS]
     fits = model.fit_profile(DEFAULT_INTERVALS, picks, observations)
     assert len(fits) == len(DEFAULT_INTERVALS) * len(PATTERNS)
-    curve, clamped = model.estimate_curve(fits)
-    assert clamped == 0
+    curve, extrapolated = model.estimate_curve(fits)
+    assert extrapolated == {
+        s
+        for s in grid(DEFAULT_INTERVALS)
+        if any(
+            s in i and not min(p) <= s <= max(p)
+            for i, p in zip(DEFAULT_INTERVALS, picks, strict=True)
+        )
+    }
     for pattern in PATTERNS:
         assert sorted(curve[pattern]) == grid(DEFAULT_INTERVALS)
         for size, value in curve[pattern].items():
@@ -161,12 +168,15 @@ def test_one_line_over_a_bent_curve_shows_in_r2_and_error() -> None:
     assert curve["read"][64 * KIB] != pytest.approx(piecewise("read")(64 * KIB), rel=1e-3)
 
 
-def test_a_line_below_zero_is_held_at_the_nearest_measured_size() -> None:
+def test_a_line_that_would_fall_below_zero_is_constrained_to_stay_above() -> None:
     interval = Interval(8 * KIB, 64 * KIB, 8 * KIB)
     fit = model.fit_line("read", interval, [(32 * KIB, 0.01), (64 * KIB, 0.5)])
-    value, clamped = fit.predict(8 * KIB)
-    assert clamped and value == pytest.approx(0.01)
+    assert fit.constrained and fit.intercept_ms >= 0 and fit.slope_ms_per_mib >= 0
+    value, outside = fit.predict(8 * KIB)
+    assert outside and value > 0
     assert fit.predict(48 * KIB) == (pytest.approx(fit.line(48 * KIB)), False)
+    falling = model.fit_line("read", interval, [(8 * KIB, 0.5), (64 * KIB, 0.1)])
+    assert falling.slope_ms_per_mib == 0 and falling.intercept_ms == pytest.approx(0.3)
 
 
 def test_ratio_summary() -> None:
@@ -258,3 +268,114 @@ def test_targets_need_a_directory_or_a_consented_device(tmp_path: Path) -> None:
     assert spec.kind == "directory" and spec.path == str(tmp_path)
     with pytest.raises(StortuneError):
         run_profile(TargetSpec("directory", str(tmp_path / "missing"), MIB, "x"), Settings())
+
+
+# ---- ratios the measurements can support, intervals and verdicts ------------------------------
+class CurveRunner(FakeRunner):
+    """Answers every task with `access(size, pattern, rng)`."""
+
+    def __init__(self, access: Callable[[int, str, random.Random], float], seed: int) -> None:
+        super().__init__(seed=seed)
+        self.access = access
+
+    def run(self, spec: TargetSpec, tasks: Sequence[Task], on_done) -> list[TaskResult]:
+        out = []
+        for task in schedule(tasks):
+            result = TaskResult(task, self.access(task.size, task.pattern, self.rng), 0.01, "h", 1)
+            on_done(result)
+            out.append(result)
+        return out
+
+
+def flat(size: int, pattern: str, rng: random.Random) -> float:
+    """This VM's disk as a new user saw it: 0.05-0.1 ms whatever the size or pattern."""
+    return rng.uniform(0.05, 0.1)
+
+
+def crossing(size: int, pattern: str, rng: random.Random) -> float:
+    """Sequential times that fall with the size (a line through them crosses zero), random
+    ones that rise: the quotient of two lines explodes unless something holds it."""
+    if pattern in ("read", "write"):
+        return max(1e-4, 0.2 - 0.045 * size / MIB + rng.gauss(0, 0.01))
+    return 0.05 + 0.01 * size / MIB + rng.gauss(0, 0.005) ** 2
+
+
+def noisy(size: int, pattern: str, rng: random.Random) -> float:
+    """A real line under 50% noise."""
+    return (0.1 + 0.5 * size / MIB) * rng.lognormvariate(0, 0.5)
+
+
+@pytest.mark.parametrize("access", [flat, crossing, noisy])
+@pytest.mark.parametrize("repetitions", [1, 3])
+def test_no_ratio_outside_what_the_measured_points_allow(access, repetitions: int) -> None:
+    for seed in range(15):
+        settings = Settings(points=2, repetitions=repetitions, seed=seed)
+        profile = run_profile(SPEC, settings, CurveRunner(access, seed))
+        runs: dict[str, list[tuple[int, float]]] = {p: [] for p in PATTERNS}
+        for m in profile["measurements"]:
+            runs[m["pattern"]].append((m["size"], m["access_ms"]))
+        measured = sorted({s for s, _ in runs["read"]})
+        for row in profile["curve"]:
+            size = row["size"]
+            # time cannot fall with size, nor grow faster than it: beyond the measured sizes
+            # the bounds widen by the size factor, and no further
+            stretch = max(measured[0] / size, size / measured[-1], 1.0)
+            for op, (seq, rand) in {
+                "read": ("read", "randread"),
+                "write": ("write", "randwrite"),
+            }.items():
+                low = min(a for _, a in runs[rand]) / max(a for _, a in runs[seq]) / stretch
+                high = max(a for _, a in runs[rand]) / min(a for _, a in runs[seq]) * stretch
+                assert low * (1 - 1e-9) <= row["ratio"][op] <= high * (1 + 1e-9), (seed, size, op)
+                if row["ratio_ci"][op] is not None:
+                    ci_low, ci_high = row["ratio_ci"][op]
+                    assert 0 < ci_low <= ci_high < math.inf
+        json.dumps(profile, allow_nan=False)
+
+
+def test_the_flat_device_of_a_new_user_gets_no_explosion_and_no_advantage() -> None:
+    profile = run_profile(SPEC, Settings(seed=1, repetitions=2), CurveRunner(flat, 1))
+    for op in ("read", "write"):
+        assert profile["summary"][op]["max"] < 2 * 8  # flat: at most 2x, stretched 8x at 8 KiB
+        assert profile["summary"][op]["advantage"] == "none"
+        assert "no sequential advantage measurable" in profile["summary"][op]["verdict"]
+
+
+def test_equal_sequential_and_random_times_are_not_measurable_in_full_or_estimated() -> None:
+    def equal(size: int, pattern: str, rng: random.Random) -> float:
+        return (0.08 + 0.4 * size / MIB) * rng.lognormvariate(0, 0.1)
+
+    small = (Interval(8 * KIB, 64 * KIB, 8 * KIB),)
+    for seed in range(5):
+        full = Settings(intervals=small, full=True, min_runs=6, max_runs=8)
+        estimated = Settings(intervals=small, seed=seed, repetitions=4)
+        for settings in (full, estimated):
+            profile = run_profile(SPEC, settings, CurveRunner(equal, seed))
+            for op in ("read", "write"):
+                assert profile["summary"][op]["advantage"] == "none", (seed, settings.full)
+
+
+def test_a_real_advantage_is_found_with_an_interval_around_it() -> None:
+    def seeky(size: int, pattern: str, rng: random.Random) -> float:
+        seek = 2.0 if pattern.startswith("rand") else 0.0
+        return (seek + 0.1 + 5.0 * size / MIB) * rng.lognormvariate(0, 0.05)
+
+    profile = run_profile(SPEC, Settings(seed=3, repetitions=3), CurveRunner(seeky, 3))
+    truth = {
+        size: (2.1 + 5 * size / MIB) / (0.1 + 5 * size / MIB) for size in grid(DEFAULT_INTERVALS)
+    }
+    inside = [
+        row["ratio_ci"]["read"][0] * 0.97 <= truth[row["size"]] <= row["ratio_ci"]["read"][1] * 1.03
+        for row in profile["curve"]
+    ]
+    assert sum(inside) / len(inside) > 0.8
+    assert profile["summary"]["read"]["advantage"] == "sequential"
+    low, high = profile["summary"]["read"]["mean_ci"]
+    assert low > 1.05 and low <= profile["summary"]["read"]["mean"] <= high
+
+
+def test_one_run_per_size_gives_no_interval_and_says_so() -> None:
+    profile = run_profile(SPEC, Settings(seed=1, repetitions=1), CurveRunner(noisy, 1))
+    assert all(ci is None for row in profile["curve"] for ci in row["ratio_ci"].values())
+    assert profile["summary"]["read"]["advantage"] == "unknown"
+    assert "--repetitions" in profile["summary"]["read"]["verdict"]

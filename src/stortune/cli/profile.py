@@ -62,7 +62,9 @@ def register(app: typer.Typer) -> None:
         ),
         min_runs: int = typer.Option(6, "--min-runs", help="--full: at least this many runs."),
         max_runs: int = typer.Option(20, "--max-runs", help="--full: at most this many runs."),
-        confidence: float = typer.Option(0.9, "--confidence", help="--full: t-interval level."),
+        confidence: float = typer.Option(
+            0.9, "--confidence", help="Level of the ratios' intervals (and --full's t-interval)."
+        ),
         max_error: float = typer.Option(
             0.1, "--max-error", help="--full: CI half-width allowed, relative to the mean."
         ),
@@ -205,35 +207,53 @@ def _print_profile(profile: dict[str, Any]) -> None:
     if profile.get("fits"):
         _print_fits(profile["fits"])
     picked = {s for sizes in profile.get("picked_sizes", []) for s in sizes}
+    level = f"{profile.get('confidence', 0.9):.0%} CI"
     table = Table(title="sequential / random throughput")
-    for column in ("size", "read", "write", "measured"):
+    for column in ("size", "read", level, "write", level, "measured"):
         table.add_column(column, justify="right")
     for row in profile["curve"]:
         n = row.get("n")
-        measured = f"{min(n.values())} runs" if n else ("yes" if row["size"] in picked else "")
-        ratio = row["ratio"]
+        ratio, ci = row["ratio"], row.get("ratio_ci") or {}
         table.add_row(
             human_size(row["size"]),
             _num(ratio.get("read")),
+            _interval(ci.get("read")),
             _num(ratio.get("write")),
-            measured,
+            _interval(ci.get("write")),
+            f"{min(n.values())} runs" if n else _how_estimated(row, picked),
         )
     console.print(table)
     summary = Table(title="ratio summary")
-    for column in ("operation", "mean", "min", "at", "max", "at"):
+    for column in ("operation", "mean", level, "min", "at", "max", "at"):
         summary.add_column(column, justify="right")
     for op, values in profile["summary"].items():
         summary.add_row(
             op,
             _num(values["mean"]),
+            _interval(values.get("mean_ci")),
             _num(values["min"]),
             human_size(values["min_size"]),
             _num(values["max"]),
             human_size(values["max_size"]),
         )
     console.print(summary)
+    for values in profile["summary"].values():
+        console.print(f"verdict: {values['verdict']}", highlight=False)
     for note in _notes(profile):
         console.print(f"note: {note}", highlight=False)
+
+
+def _how_estimated(row: dict[str, Any], picked: set[int]) -> str:
+    """ "yes" for a measured size; otherwise how its ratios were estimated, when not simply
+    interpolated between measured sizes."""
+    if row["size"] in picked:
+        return "yes"
+    kinds = sorted({kind for kind in row.get("estimate", {}).values() if kind != "interpolated"})
+    return ", ".join(kinds)
+
+
+def _interval(bounds: list[float] | None) -> str:
+    return "-" if not bounds else f"{bounds[0]:.3g}-{bounds[1]:.3g}"
 
 
 def _print_fits(fits: list[dict[str, Any]]) -> None:
@@ -269,10 +289,17 @@ def _notes(profile: dict[str, Any]) -> list[str]:
             f"{profile['unconverged']} size/pattern pairs reached --max-runs before their "
             "confidence interval was narrow enough"
         )
-    if profile.get("clamped"):
+    clamped = profile.get("clamped") or {}
+    if any(clamped.values()):
+        counts = " and ".join(f"{n} {op}" for op, n in clamped.items() if n)
         notes.append(
-            f"{profile['clamped']} estimates were held at the nearest measured size "
-            "(their line fell to zero or below there)"
+            f"{counts} ratios were held inside the range the measured points allow (the "
+            "quotient of the two lines left it): marked 'clamped'"
+        )
+    if profile.get("extrapolated_sizes"):
+        notes.append(
+            f"{profile['extrapolated_sizes']} sizes lie beyond the measured sizes of their "
+            "interval: their estimates are extrapolated (marked), and less sure"
         )
     return notes
 
@@ -287,9 +314,12 @@ def _print_compare(result: dict[str, Any]) -> None:
         highlight=False,
     )
     table = Table(title="error of the sequential / random ratio (relative to the full profile)")
-    for column in ("operation", "estimated mean", "full mean", "mean |error|", "max", "at", "bias"):
+    columns = ("operation", "estimated mean", "full mean", "mean |error|", "max", "at", "bias")
+    for column in (*columns, "|error| where ratio >= 1.5", "full inside CI"):
         table.add_column(column, justify="right")
     for op, err in result["ratio_error"].items():
+        asymmetric = err.get("asymmetric_mean_abs")
+        coverage = err.get("coverage")
         table.add_row(
             op,
             _num(err["estimated_mean"]),
@@ -298,6 +328,10 @@ def _print_compare(result: dict[str, Any]) -> None:
             f"{err['max_abs']:.1%}",
             human_size(err["max_size"]),
             f"{err['bias']:+.1%}",
+            "no such size"
+            if asymmetric is None
+            else f"{asymmetric:.1%} ({err['asymmetric_sizes']})",
+            "-" if coverage is None else f"{coverage:.0%}",
         )
     console.print(table)
     access = Table(title="error of the access times")

@@ -97,12 +97,18 @@ def compare(estimated: Mapping[str, Any], full: Mapping[str, Any]) -> Figure:
 def _ratio_lines(
     ax: Any, rows: Sequence[Mapping[str, Any]], op: str, label: str = "", style: str = "-"
 ) -> None:
-    """One operation's ratio per size; nothing when the profile did not measure it."""
+    """One operation's ratio per size, shaded over its interval where the profile has one;
+    nothing when the profile did not measure it."""
     values = [(row.get("ratio") or {}).get(op) for row in rows]
     if all(v is None for v in values):
         return
     sizes = [row["size"] for row in rows]
     ax.plot(sizes, [_value(v) for v in values], style, color=OP_COLORS[op], label=label or op)
+    bands = [(row.get("ratio_ci") or {}).get(op) for row in rows]
+    if any(bands):
+        low = [_value(b[0] if b else None) for b in bands]
+        high = [_value(b[1] if b else None) for b in bands]
+        ax.fill_between(sizes, low, high, color=OP_COLORS[op], alpha=0.15, lw=0)
 
 
 def _ratio_axis(ax: Any) -> None:

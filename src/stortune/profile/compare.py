@@ -2,6 +2,9 @@
 
 The error of a ratio is relative to the full profile's ratio at the same request size; the
 paper judged SeRRa by these ratio errors and by the fraction of the reference's time it took.
+The error is also given over the sizes where the reference shows a real asymmetry (ratio >=
+`ASYMMETRIC`), and the coverage says how often the reference lies inside the estimate's
+interval.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import numpy as np
 
 from stortune.errors import StortuneError
 from stortune.profile.design import PATTERNS
+
+ASYMMETRIC = 1.5  # a ratio from here on is a sequential advantage worth estimating well
 
 
 def compare_profiles(estimated: Mapping[str, Any], full: Mapping[str, Any]) -> dict[str, Any]:
@@ -31,9 +36,13 @@ def compare_profiles(estimated: Mapping[str, Any], full: Mapping[str, Any]) -> d
             if op in est_rows[s]["ratio"] and op in full_rows[s]["ratio"]
         ]
         if pairs:
+            asymmetric = [pair for pair in pairs if pair[2] >= ASYMMETRIC]
             ratio_errors[op] = _errors(pairs) | {
                 "estimated_mean": float(np.mean([e for _, e, _ in pairs])),
                 "full_mean": float(np.mean([f for _, _, f in pairs])),
+                "asymmetric_sizes": len(asymmetric),
+                "asymmetric_mean_abs": _errors(asymmetric)["mean_abs"] if asymmetric else None,
+                "coverage": _coverage(est_rows, full_rows, sizes, op),
             }
     access_errors = {}
     for pattern in PATTERNS:
@@ -66,6 +75,19 @@ def compare_profiles(estimated: Mapping[str, Any], full: Mapping[str, Any]) -> d
         ],
         "warnings": _warnings(estimated, full),
     }
+
+
+def _coverage(
+    est_rows: Mapping[int, Any], full_rows: Mapping[int, Any], sizes: list[int], op: str
+) -> float | None:
+    """The share of sizes whose full-profile ratio lies inside the estimate's interval."""
+    inside = [
+        low <= full_rows[s]["ratio"][op] <= high
+        for s in sizes
+        if (bounds := (est_rows[s].get("ratio_ci") or {}).get(op)) and op in full_rows[s]["ratio"]
+        for low, high in [bounds]
+    ]
+    return sum(inside) / len(inside) if inside else None
 
 
 def _errors(pairs: list[tuple[int, float, float]]) -> dict[str, float]:

@@ -4,8 +4,10 @@ reference (every size, repeated until its confidence interval is narrow), as one
 Profile format (``kind: stortune-profile``): ``mode`` (estimated or full), ``target``,
 ``settings``, ``runner`` (serial or mpi, workers, balance), ``elapsed_s`` (wall time of the
 whole profile, file lay-out included), ``measurements`` (every run), ``fits`` (estimated only),
-``curve`` (per size: access time of each pattern in ms, and the sequential-to-random throughput
-ratio of reads and writes) and ``summary`` (per operation: mean, min and max ratio).
+``curve`` (per size: access time of each pattern in ms, the sequential-to-random throughput
+ratio of reads and writes with its bootstrap interval ``ratio_ci``, and for an estimate how each
+ratio was got, ``estimate``: interpolated, extrapolated or clamped) and ``summary`` (per
+operation: mean, min and max ratio, the mean's interval, and the verdict).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import ConfigError, StortuneError
-from stortune.profile import measure, model
+from stortune.profile import measure, model, uncertainty
 from stortune.profile.design import (
     DEFAULT_INTERVALS,
     PATTERNS,
@@ -67,12 +69,14 @@ class Settings:
             raise ConfigError("--confidence must be in (0, 1) and --max-error positive")
 
     def to_dict(self) -> dict[str, Any]:
-        common = {"intervals": [i.to_list() for i in self.intervals]}
+        common = {
+            "intervals": [i.to_list() for i in self.intervals],
+            "confidence": self.confidence,
+        }
         if self.full:
             return common | {
                 "min_runs": self.min_runs,
                 "max_runs": self.max_runs,
-                "confidence": self.confidence,
                 "max_error": self.max_error,
             }
         return common | {"points": self.points, "repetitions": self.repetitions, "seed": self.seed}
@@ -125,20 +129,25 @@ def run_profile(
         measure.remove_files(spec)
     elapsed = time.monotonic() - clock
     curve, measured = body.pop("access_ms"), body.pop("measured", None)
-    ratio = model.ratios(curve)
+    ratio, estimator, status = body.pop("ratio"), body.pop("estimator"), body.pop("status", None)
+    seed = body.pop("seed", None)
+    intervals = uncertainty.bootstrap(
+        _observations(results), estimator, settings.confidence, seed=seed or 0
+    )
     return {
         "kind": KIND,
-        "version": 1,
+        "version": 2,
         "mode": "full" if settings.full else "estimated",
         "target": spec.describe(),
-        "settings": settings.to_dict() | ({"seed": body.pop("seed")} if "seed" in body else {}),
+        "settings": settings.to_dict() | ({"seed": seed} if seed is not None else {}),
         "runner": {"mode": runner.mode, "workers": runner.workers} | worker_stats(results, elapsed),
         "started": started.isoformat(timespec="seconds"),
         "elapsed_s": round(elapsed, 3),
         "runs": len(results),
         **body,
-        "curve": _curve_rows(curve, ratio, measured),
-        "summary": {op: model.summarize_ratios(by_size) for op, by_size in ratio.items()},
+        "confidence": settings.confidence,
+        "curve": _curve_rows(curve, ratio, measured, intervals, status),
+        "summary": _summary(ratio, intervals, settings.confidence),
         "measurements": [r.to_dict() for r in results],
     }
 
@@ -150,14 +159,39 @@ def _estimated(
     picks = pick_sizes(settings.intervals, settings.points, random.Random(seed))
     tasks = tasks_for([s for sizes in picks for s in sizes], range(settings.repetitions))
     results = runner.run(spec, tasks, _Count(len(tasks), progress))
-    fits = model.fit_profile(settings.intervals, picks, _observations(results))
-    curve, clamped = model.estimate_curve(fits)
+    observations = _observations(results)
+    sizes = grid(settings.intervals)
+    bounds = model.time_bounds(observations, sizes)
+
+    def estimator(runs: uncertainty.Observations) -> dict[str, dict[int, float]]:
+        fits = model.fit_profile(settings.intervals, picks, runs, test_slope=False)
+        curve = model.estimate_curve(fits)[0]
+        return model.bounded_ratios(curve, model.time_bounds(runs, sizes))[0]
+
+    fits = model.fit_profile(settings.intervals, picks, observations)
+    curve, extrapolated = model.estimate_curve(fits)
+    ratio, held = model.bounded_ratios(curve, bounds)
+    status = {
+        op: {
+            size: model.Estimate.CLAMPED
+            if size in held[op]
+            else model.Estimate.EXTRAPOLATED
+            if size in extrapolated
+            else model.Estimate.INTERPOLATED
+            for size in by_size
+        }
+        for op, by_size in ratio.items()
+    }
     return results, {
         "seed": seed,
         "picked_sizes": picks,
         "fits": [f.to_dict() for f in fits],
-        "clamped": clamped,
+        "extrapolated_sizes": len(extrapolated),
+        "clamped": {op: len(sizes) for op, sizes in held.items()},
         "access_ms": curve,
+        "ratio": ratio,
+        "estimator": estimator,
+        "status": status,
     }
 
 
@@ -192,7 +226,22 @@ def _full(
         for row in by_size.values()
         if row["ci_rel"] > settings.max_error
     )
-    return results, {"unconverged": unconverged, "measured": measured, "access_ms": curve}
+    return results, {
+        "unconverged": unconverged,
+        "measured": measured,
+        "access_ms": curve,
+        "ratio": model.ratios(curve),
+        "estimator": _mean_ratios,
+    }
+
+
+def _mean_ratios(runs: uncertainty.Observations) -> dict[str, dict[int, float]]:
+    """The full profile's ratios: each size's mean random over mean sequential access time."""
+    values: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for size, pattern, access in runs:
+        values[pattern][size].append(access)
+    means = {p: {s: sum(v) / len(v) for s, v in by_size.items()} for p, by_size in values.items()}
+    return model.ratios(means)
 
 
 class _Count:
@@ -215,6 +264,8 @@ def _curve_rows(
     curve: dict[str, dict[int, float]],
     ratio: dict[str, dict[int, float]],
     measured: dict[str, dict[int, dict[str, float]]] | None,
+    intervals: uncertainty.RatioIntervals | None,
+    status: dict[str, dict[int, model.Estimate]] | None,
 ) -> list[dict[str, Any]]:
     rows = []
     for size in sorted({s for by_size in curve.values() for s in by_size}):
@@ -222,7 +273,12 @@ def _curve_rows(
             "size": size,
             "access_ms": {p: curve[p][size] for p in PATTERNS if size in curve.get(p, {})},
             "ratio": {op: by_size[size] for op, by_size in ratio.items() if size in by_size},
+            "ratio_ci": {
+                op: list(intervals.by_size[op][size]) if intervals else None for op in ratio
+            },
         }
+        if status is not None:
+            row["estimate"] = {op: str(by_size[size]) for op, by_size in status.items()}
         if measured is not None:
             row["n"] = {p: measured[p][size]["n"] for p in PATTERNS if size in measured.get(p, {})}
             row["ci_rel"] = {
@@ -232,6 +288,24 @@ def _curve_rows(
             }
         rows.append(row)
     return rows
+
+
+def _summary(
+    ratio: dict[str, dict[int, float]],
+    intervals: uncertainty.RatioIntervals | None,
+    confidence: float,
+) -> dict[str, dict[str, Any]]:
+    """Per operation: mean, min and max ratio, the mean's interval and the plain verdict."""
+    out = {}
+    for op, by_size in ratio.items():
+        values = model.summarize_ratios(by_size)
+        mean_ci = intervals.mean[op] if intervals else None
+        out[op] = values | {
+            "mean_ci": list(mean_ci) if mean_ci else None,
+            "advantage": str(uncertainty.judge(mean_ci)),
+            "verdict": uncertainty.verdict_line(op, values["mean"], mean_ci, confidence),
+        }
+    return out
 
 
 def _quiet(done: int, planned: int) -> None:

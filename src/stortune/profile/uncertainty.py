@@ -1,0 +1,136 @@
+"""How sure a profile's ratios are: bootstrap intervals over the repetitions, and a verdict.
+
+A ratio's interval comes from a parametric bootstrap: every (size, pattern) is measured again,
+in simulation, as often as it was, with the run-to-run noise of the whole profile (the pooled
+spread of the log access times within each (size, pattern), widened by Student's t for its
+degrees of freedom), and the profile is recomputed the same way as the point estimate: for an
+estimated profile the lines are refitted (so the interval carries the fit's uncertainty too),
+for a full one the means are retaken. Pooling is what makes two repetitions enough: resampling
+two runs of one size on their own gives three possible means and far too narrow an interval.
+One run per size gives no spread to pool: no interval, and the verdict says so.
+
+The verdict of an operation reads the interval of its mean ratio over all sizes: a sequential
+advantage is only claimed when the whole interval lies above 1 + `NEGLIGIBLE`; an interval that
+reaches into [1 - NEGLIGIBLE, 1 + NEGLIGIBLE] means no advantage is measurable at these sizes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+Observations = list[tuple[int, str, float]]
+RatioEstimator = Callable[[Observations], Mapping[str, Mapping[int, float]]]
+
+DRAWS = 300
+NEGLIGIBLE = 0.05  # a 5% difference is within the run-to-run drift of the devices measured here
+
+
+class Advantage(StrEnum):
+    """What the measurements say about sequential against random access."""
+
+    SEQUENTIAL = "sequential"  # sequential throughput is higher, the interval says so
+    NONE = "none"  # no difference measurable at these sizes
+    RANDOM = "random"  # random is faster (rare: a device that reorders or caches)
+    UNKNOWN = "unknown"  # no interval: one run per size
+
+
+@dataclass(frozen=True)
+class RatioIntervals:
+    """Per operation: each size's interval, and the interval of the mean ratio over sizes."""
+
+    confidence: float
+    by_size: dict[str, dict[int, tuple[float, float]]]
+    mean: dict[str, tuple[float, float]]
+
+
+def pooled_log_sd(groups: Mapping[tuple[int, str], np.ndarray]) -> tuple[float, int]:
+    """The within-group standard deviation of log access times, pooled over the groups, and
+    its degrees of freedom."""
+    squares = sum(float(np.sum((np.log(v) - np.log(v).mean()) ** 2)) for v in groups.values())
+    df = sum(len(v) - 1 for v in groups.values())
+    return (float(np.sqrt(squares / df)) if df else 0.0), df
+
+
+def bootstrap(
+    observations: Iterable[tuple[int, str, float]],
+    estimator: RatioEstimator,
+    confidence: float = 0.9,
+    draws: int = DRAWS,
+    seed: int = 0,
+) -> RatioIntervals | None:
+    """Percentile intervals of `estimator`'s ratios over simulated re-measurements (see the
+    module doc); None when no (size, pattern) was measured twice."""
+    collected: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for size, pattern, access in observations:
+        collected[(size, pattern)].append(max(access, 1e-9))
+    groups = {key: np.array(values) for key, values in collected.items()}
+    sd, df = pooled_log_sd(groups)
+    if df == 0:
+        return None
+    sd *= scipy_stats.t.ppf(0.5 + confidence / 2, df) / scipy_stats.norm.ppf(0.5 + confidence / 2)
+    keys = list(groups)
+    centres = np.repeat([np.log(groups[k]).mean() for k in keys], [len(groups[k]) for k in keys])
+    labels = [k for k in keys for _ in range(len(groups[k]))]
+    rng = np.random.default_rng(seed)
+    samples: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    means: dict[str, list[float]] = defaultdict(list)
+    for _ in range(draws):
+        values = np.exp(centres + sd * rng.standard_normal(len(centres)))
+        simulated = [
+            (size, pattern, v) for (size, pattern), v in zip(labels, values.tolist(), strict=True)
+        ]
+        for operation, by_size in estimator(simulated).items():
+            for size, value in by_size.items():
+                samples[operation][size].append(value)
+            means[operation].append(sum(by_size.values()) / len(by_size))
+    tail = 50 * (1 - confidence)
+    return RatioIntervals(
+        confidence,
+        {
+            op: {size: _percentiles(values, tail) for size, values in by_size.items()}
+            for op, by_size in samples.items()
+        },
+        {op: _percentiles(values, tail) for op, values in means.items()},
+    )
+
+
+def _percentiles(values: list[float], tail: float) -> tuple[float, float]:
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def judge(interval: tuple[float, float] | None) -> Advantage:
+    """The verdict for an interval of a sequential-to-random ratio (see the module doc)."""
+    if interval is None:
+        return Advantage.UNKNOWN
+    low, high = interval
+    if low > 1 + NEGLIGIBLE:
+        return Advantage.SEQUENTIAL
+    if high < 1 - NEGLIGIBLE:
+        return Advantage.RANDOM
+    return Advantage.NONE
+
+
+def verdict_line(
+    operation: str, mean: float, interval: tuple[float, float] | None, confidence: float
+) -> str:
+    """One plain sentence for an operation's verdict."""
+    advantage = judge(interval)
+    if advantage is Advantage.UNKNOWN:
+        return (
+            f"{operation}: mean ratio {mean:.3g}, no interval from one run per size "
+            "(use --repetitions 2 or more before trusting it)"
+        )
+    low, high = interval or (mean, mean)
+    ci = f"{confidence:.0%} CI {low:.3g}-{high:.3g}"
+    if advantage is Advantage.SEQUENTIAL:
+        return f"{operation}: sequential is {mean:.3g}x faster than random on average ({ci})"
+    if advantage is Advantage.RANDOM:
+        return f"{operation}: random is faster than sequential at these sizes ({mean:.3g}, {ci})"
+    return f"{operation}: no sequential advantage measurable at these sizes ({mean:.3g}, {ci})"
