@@ -105,6 +105,8 @@ def test_refusals(tmp_path: Path) -> None:
     assert isinstance(result.exception, TargetError)
     result = cli.invoke(app, ["profile", str(tmp_path), "--intervals", "8k:64k"])
     assert isinstance(result.exception, ConfigError)
+    result = cli.invoke(app, ["profile", str(tmp_path), "--max-requests", "-1"])
+    assert isinstance(result.exception, ConfigError) and "--max-requests" in str(result.exception)
     result = cli.invoke(app, ["profile", str(tmp_path), "--mpi"])
     assert isinstance(result.exception, TargetError) and "mpi4py.futures" in str(result.exception)
     other = tmp_path / "other.json"

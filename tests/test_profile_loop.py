@@ -63,7 +63,12 @@ def profile_json(*args: str) -> dict:
 def test_profile_of_ext4_on_a_loop_device(loop_images: dict[str, str], tmp_path: Path) -> None:
     mount = Path(loop_images["mount"])
     profile = profile_json(str(mount), *QUICK, "--seed", "1", "--out", str(tmp_path / "p.json"))
-    assert profile["target"] == {"kind": "directory", "path": str(mount), "file_size": 4 << 20}
+    assert profile["target"] == {
+        "kind": "directory",
+        "path": str(mount),
+        "file_size": 4 << 20,
+        "max_requests": 256,
+    }
     assert profile["runs"] >= 4 * 3 and all(m["access_ms"] > 0 for m in profile["measurements"])
     assert not [p for p in mount.iterdir() if p.name.startswith("stortune-profile-")]
 

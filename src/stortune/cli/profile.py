@@ -23,6 +23,7 @@ from stortune.profile.design import DEFAULT_INTERVALS_TEXT, parse_intervals
 from stortune.profile.parallel import MpiRunner, Runner, SerialRunner
 from stortune.profile.profiler import (
     DEFAULT_FILE_SIZE,
+    DEFAULT_MAX_REQUESTS,
     Settings,
     load_profile,
     make_target,
@@ -50,6 +51,11 @@ def register(app: typer.Typer) -> None:
         ),
         file_size: str = typer.Option(
             DEFAULT_FILE_SIZE, "--file-size", help="Bytes each run reads or writes (e.g. 256m)."
+        ),
+        max_requests: int = typer.Option(
+            DEFAULT_MAX_REQUESTS,
+            "--max-requests",
+            help="Requests per run at most (the whole file when it holds fewer); 0: no limit.",
         ),
         intervals: str = typer.Option(
             DEFAULT_INTERVALS_TEXT, "--intervals", help="Request sizes: LOW:HIGH:STEP,..."
@@ -103,6 +109,7 @@ def register(app: typer.Typer) -> None:
             device,
             destroy_data,
             parse_size(file_size),
+            max_requests or None,
         )
         runner: Runner = MpiRunner() if mpi else SerialRunner()
         try:
@@ -200,8 +207,9 @@ def _print_profile(profile: dict[str, Any]) -> None:
     target, runner = profile["target"], profile["runner"]
     where = f"{runner['workers']} MPI workers" if runner["mode"] == "mpi" else "serial"
     console.print(
-        f"{profile['mode']} profile of {target['path']} ({target['file_size'] >> 20} MiB per run, "
-        f"{where}): {profile['runs']} runs in {profile['elapsed_s']:.1f} s",
+        f"{profile['mode']} profile of {target['path']} ({target['file_size'] >> 20} MiB per run"
+        + (f", at most {target['max_requests']} requests" if target.get("max_requests") else "")
+        + f", {where}): {profile['runs']} runs in {profile['elapsed_s']:.1f} s",
         highlight=False,
     )
     if profile.get("fits"):

@@ -40,6 +40,7 @@ from stortune.profile.parallel import Runner, SerialRunner, worker_stats
 
 KIND = "stortune-profile"
 DEFAULT_FILE_SIZE = "64m"
+DEFAULT_MAX_REQUESTS = 256  # a mean of 256 access times is settled; more only costs time
 Progress = Callable[[int, int], None]  # (runs done, runs planned so far)
 
 
@@ -87,10 +88,13 @@ def make_target(
     device: str | None,
     destroy_data: bool,
     file_size: int,
+    max_requests: int | None = DEFAULT_MAX_REQUESTS,
 ) -> TargetSpec:
     """The target of a profile: a directory (a test file goes there) or a scratch device,
     which is overwritten and so needs `destroy_data`."""
     run_id = secrets.token_hex(4)
+    if max_requests is not None and max_requests < 1:
+        raise ConfigError(f"--max-requests must be at least 1 (got {max_requests})")
     if (directory is None) == (device is None):
         raise ConfigError("give a directory to profile, or --device /dev/X --destroy-data")
     if device is not None:
@@ -99,11 +103,11 @@ def make_target(
                 f"profiling {device} overwrites its first {file_size >> 20} MiB: "
                 "add --destroy-data if it is a scratch device"
             )
-        return TargetSpec("device", device, file_size, run_id)
+        return TargetSpec("device", device, file_size, run_id, max_requests)
     assert directory is not None
     if Path(directory).is_block_device():
         raise ConfigError(f"{directory} is a device: use --device {directory} --destroy-data")
-    return TargetSpec("directory", os.path.abspath(directory), file_size, run_id)
+    return TargetSpec("directory", os.path.abspath(directory), file_size, run_id, max_requests)
 
 
 def run_profile(

@@ -35,6 +35,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -103,7 +104,7 @@ def make_operations(model: DiskModel) -> Any:
     class SimDisk(Operations):  # type: ignore[misc]
         def __init__(self) -> None:
             self.files: dict[str, _File] = {}
-            self.lock = threading.Lock()
+            self.table_lock = threading.Lock()  # not `lock`: that is FUSE's flock operation
 
         def _file(self, path: str) -> _File:
             try:
@@ -140,7 +141,7 @@ def make_operations(model: DiskModel) -> Any:
         def create(self, path: str, mode: int, fi: Any = None) -> int:
             if path.count("/") > 1:
                 raise FuseOSError(errno.EPERM)
-            with self.lock:
+            with self.table_lock:
                 self.files.setdefault(path, _File())
             return 0
 
@@ -155,7 +156,7 @@ def make_operations(model: DiskModel) -> Any:
                 file.data.extend(bytes(length - len(file.data)))
 
         def unlink(self, path: str) -> None:
-            with self.lock:
+            with self.table_lock:
                 self._file(path)
                 del self.files[path]
 
@@ -223,24 +224,32 @@ def mounted(directory: Path, model: DiskModel = DiskModel(), wait: float = 15.0)
     argv = [sys.executable, "-m", "stortune.profile.simdisk", str(directory)]
     argv += ["--settle-ms", str(model.settle_ms), "--stroke-ms", str(model.stroke_ms)]
     argv += ["--bandwidth-mib", str(model.bandwidth_mib)]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + wait
-        while not is_mounted(directory):
-            if process.poll() is not None or time.monotonic() > deadline:
-                error = "did not mount in time" if process.poll() is None else "exited"
-                reason = process.stderr.read().strip() if process.poll() is not None else ""
-                raise TargetError(f"the simulated disk {error}: {reason}".rstrip(": "))
-            time.sleep(0.05)
-        yield directory
-    finally:
-        if is_mounted(directory) and subprocess.run(["umount", str(directory)]).returncode:
-            subprocess.run(["umount", "--lazy", str(directory)], check=False)
+    # its messages go to a file: a pipe nobody reads while the disk serves would fill and
+    # block the file system, and every process waiting on it
+    with tempfile.TemporaryFile(mode="w+") as log:
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            _wait_for_mount(directory, process, log, wait)
+            yield directory
+        finally:
+            if is_mounted(directory) and subprocess.run(["umount", str(directory)]).returncode:
+                subprocess.run(["umount", "--lazy", str(directory)], check=False)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_for_mount(directory: Path, process: subprocess.Popen[str], log: Any, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while not is_mounted(directory):
+        if process.poll() is not None or time.monotonic() > deadline:
+            error = "did not mount in time" if process.poll() is None else "exited"
+            log.seek(0)
+            last = log.read().strip().splitlines()[-1:]
+            raise TargetError(f"the simulated disk {error}: {' '.join(last)}".rstrip(": "))
+        time.sleep(0.05)
 
 
 def main(argv: list[str] | None = None) -> int:

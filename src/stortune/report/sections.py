@@ -509,15 +509,21 @@ def profile_section(ctx: Context) -> Section:
     rows = []
     for op, s in (profile.get("summary") or {}).items():
         if s:
+            ci = s.get("mean_ci")
             rows.append(
                 [
                     op,
                     fmt(s.get("mean")),
+                    f"{fmt(ci[0])}-{fmt(ci[1])}" if ci else "-",
                     f"{fmt(s.get('min'))} at {_size(s.get('min_size'))}",
                     f"{fmt(s.get('max'))} at {_size(s.get('max_size'))}",
                 ]
             )
-    section.tables.append(Table(["operation", "mean ratio", "lowest", "highest"], rows))
+            if s.get("verdict"):
+                section.text.append(f"Verdict, {s['verdict']}.")
+    level = f"{profile.get('confidence', 0.9):.0%} CI"
+    columns = ["operation", "mean ratio", level, "lowest", "highest"]
+    section.tables.append(Table(columns, rows))
     curve = profile.get("curve") or []
     if curve:
         fig = profile_plots.ratios(curve)
