@@ -62,7 +62,7 @@ from stortune.units import human_size, parse_size
 REPO = Path(__file__).resolve().parents[1]
 BENCH_INTERVALS = "8k:64k:8k,64k:4m:192k"
 QUICK_INTERVALS = "8k:64k:16k,64k:1m:192k"
-SIMDISK_FILE_SIZE = "8m"
+SIMDISK_FILE_SIZE = "64m"  # the CLI's default
 MAX_REQUESTS = DEFAULT_MAX_REQUESTS  # what `stortune profile` does
 MPI_TIMEOUT = 1800
 console = Console(width=170)  # a log, often redirected: keep the tables whole

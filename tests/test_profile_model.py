@@ -379,3 +379,25 @@ def test_one_run_per_size_gives_no_interval_and_says_so() -> None:
     assert all(ci is None for row in profile["curve"] for ci in row["ratio_ci"].values())
     assert profile["summary"]["read"]["advantage"] == "unknown"
     assert "--repetitions" in profile["summary"]["read"]["verdict"]
+
+
+def test_bounds_contain_each_measured_size_own_runs_even_when_noise_contradicts() -> None:
+    kib = 1024
+    contradicting = [(16 * kib, "read", 0.10), (16 * kib, "read", 0.11)]
+    contradicting += [(48 * kib, "read", 0.08), (48 * kib, "read", 0.09)]
+    bounds = model.time_bounds(contradicting, [8 * kib, 16 * kib, 32 * kib, 48 * kib])["read"]
+    assert bounds[16 * kib][0] <= 0.10 and bounds[16 * kib][1] >= 0.11
+    assert bounds[48 * kib][0] <= 0.08 and bounds[48 * kib][1] >= 0.09
+    assert bounds[32 * kib] == pytest.approx((0.08, 0.11))  # the runs on either side
+    consistent = [(16 * kib, "read", 0.10), (48 * kib, "read", 0.2)]
+    tight = model.time_bounds(consistent, [32 * kib])["read"][32 * kib]
+    assert tight == pytest.approx((0.2 * 32 / 48, 0.2))  # no faster than 48K's rate, no slower
+
+
+def test_with_a_request_cap_the_largest_capped_size_runs_first() -> None:
+    tasks = tasks_for([8 * KIB, 256 * KIB, 4 * MIB], range(1))
+    uncapped = schedule(tasks, 64 * MIB, None)
+    assert uncapped[0].size == 8 * KIB  # the whole file in 8 KiB requests is the longest
+    capped = schedule(tasks, 64 * MIB, 256)  # 256 requests up to 256 KiB, 16 of 4 MiB
+    assert [t.size for t in capped] == [256 * KIB] * 4 + [4 * MIB] * 4 + [8 * KIB] * 4
+    assert capped[0].pattern in ("randread", "randwrite")

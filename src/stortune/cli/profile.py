@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
             device,
             destroy_data,
             parse_size(file_size),
-            max_requests or None,
+            max_requests,
         )
         runner: Runner = MpiRunner() if mpi else SerialRunner()
         try:

@@ -109,7 +109,7 @@ def _warnings(estimated: Mapping[str, Any], full: Mapping[str, Any]) -> list[str
     if full.get("mode") != "full":
         out.append(f"the second profile is an {full.get('mode')} one, not a full (--full) one")
     est_target, full_target = estimated.get("target", {}), full.get("target", {})
-    for key in ("path", "file_size"):
+    for key in ("path", "file_size", "max_requests"):
         if est_target.get(key) != full_target.get(key):
             out.append(
                 f"the profiles differ in {key}: {est_target.get(key)} and {full_target.get(key)}"

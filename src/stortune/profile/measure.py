@@ -174,7 +174,7 @@ def _fio(
 ) -> _Run:
     """One fio pass over `file_size` bytes of `path` with `size`-byte requests, stopped after
     `max_requests` of them when given."""
-    requests = file_size // size if max_requests is None else min(max_requests, file_size // size)
+    requests = min(max_requests, file_size // size) if max_requests else file_size // size
     text = "\n".join(
         [
             f"[{name}]",

@@ -148,8 +148,10 @@ def time_bounds(
     holds on any device: a larger request takes no less time, and moves its bytes no slower
     (time over size does not grow with size). A measured size m with times in [lo, hi] then
     bounds a size s by lo <= t(s) when m <= s and lo * s / m <= t(s) when m > s, and by
-    t(s) <= hi when m >= s and t(s) <= hi * s / m when m < s. Noisy points can make the
-    bounds cross; then the wider of the two orders is kept."""
+    t(s) <= hi when m >= s and t(s) <= hi * s / m when m < s. Noisy points can contradict
+    these assumptions and make the bounds cross (a larger size measured faster than a smaller
+    one); there the bounds widen to the runs of the nearest measured size on each side, so they
+    always contain a measured size's own runs."""
     spread: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for size, pattern, access in observations:
         spread[pattern][size].append(access)
@@ -161,8 +163,19 @@ def time_bounds(
         high = np.array([[max(by_size[int(m)]) for m in measured[0]]])
         lower = np.where(measured <= wanted, low, low * wanted / measured).max(axis=1)
         upper = np.where(measured >= wanted, high, high * wanted / measured).min(axis=1)
+        # where they cross: no tighter than the runs of the nearest measured size on each side
+        last = measured.shape[1] - 1
+        below = np.clip(np.searchsorted(measured[0], wanted[:, 0], "right") - 1, 0, last)
+        above = np.clip(np.searchsorted(measured[0], wanted[:, 0], "left"), 0, last)
+        near_low = np.minimum(low[0, below], low[0, above])
+        near_high = np.maximum(high[0, below], high[0, above])
+        crossed = lower > upper
+        lower, upper = (
+            np.where(crossed, np.minimum(np.minimum(lower, upper), near_low), lower),
+            np.where(crossed, np.maximum(np.maximum(lower, upper), near_high), upper),
+        )
         out[pattern] = {
-            int(size): (float(min(lo, hi)), float(max(lo, hi)))
+            int(size): (float(lo), float(hi))
             for size, lo, hi in zip(wanted[:, 0], lower, upper, strict=True)
         }
     return out

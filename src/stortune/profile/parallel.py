@@ -5,8 +5,8 @@ and reports; a worker runs benchmarks, one worker per node (two on one node woul
 the same device). The paper's tasks were whole request sizes (four patterns each) and the
 workers finished at very different times, because a fixed file read in small requests takes
 much longer than in large ones. Here a task is one (size, pattern, repetition) and tasks are
-handed out longest-first within each repetition round (`schedule`): small requests, which take
-the longest over a fixed file, go out first and the short runs fill the gaps at the end.
+handed out longest-first within each repetition round (`schedule`, by an estimate of each run's
+cost from its requests and bytes) and the short runs fill the gaps at the end.
 
 Under MPI the program must be started by ``python -m mpi4py.futures`` so that ranks above 0
 wait for tasks (see docs/profiling.md)::
@@ -27,6 +27,7 @@ from stortune.profile.measure import TargetSpec, TaskResult, run_task
 
 Callback = Callable[[TaskResult], None]
 _RANDOM = {rand for _, rand in OPERATIONS.values()}
+REQUEST_COST = 64 * 1024  # a request's own cost, in bytes moved: a guess that orders runs well
 
 MPI_HINT = (
     "--mpi needs the MPI pool of mpi4py.futures: start it as "
@@ -34,10 +35,21 @@ MPI_HINT = (
 )
 
 
-def schedule(tasks: Sequence[Task]) -> list[Task]:
-    """Repetition rounds in order; inside a round, smallest request (longest run) first and
-    random before sequential (slower at the same size)."""
-    return sorted(tasks, key=lambda t: (t.rep, t.size, t.pattern not in _RANDOM, t.pattern))
+def schedule(
+    tasks: Sequence[Task], file_size: int | None = None, max_requests: int | None = None
+) -> list[Task]:
+    """Repetition rounds in order; inside a round, the longest run first by its estimated
+    cost (requests x (size + `REQUEST_COST`): with the whole file read, the smallest requests;
+    with `max_requests`, the largest size that still makes that many) and random before
+    sequential (slower at the same size)."""
+
+    def cost(task: Task) -> int:
+        requests = (file_size or 2**40) // task.size
+        if max_requests:
+            requests = min(requests, max_requests)
+        return requests * (task.size + REQUEST_COST)
+
+    return sorted(tasks, key=lambda t: (t.rep, -cost(t), t.pattern not in _RANDOM, t.pattern))
 
 
 class Runner(Protocol):
@@ -60,7 +72,7 @@ class SerialRunner:
 
     def run(self, spec: TargetSpec, tasks: Sequence[Task], on_done: Callback) -> list[TaskResult]:
         results = []
-        for task in schedule(tasks):
+        for task in schedule(tasks, spec.file_size, spec.max_requests):
             result = run_task(spec, task)
             _check(result)
             on_done(result)
@@ -93,7 +105,10 @@ class MpiRunner:
     def run(self, spec: TargetSpec, tasks: Sequence[Task], on_done: Callback) -> list[TaskResult]:
         from concurrent.futures import as_completed
 
-        futures = [self._executor.submit(run_task, spec, task) for task in schedule(tasks)]
+        futures = [
+            self._executor.submit(run_task, spec, task)
+            for task in schedule(tasks, spec.file_size, spec.max_requests)
+        ]
         results = []
         try:
             for future in as_completed(futures):

@@ -3,11 +3,12 @@ reference (every size, repeated until its confidence interval is narrow), as one
 
 Profile format (``kind: stortune-profile``): ``mode`` (estimated or full), ``target``,
 ``settings``, ``runner`` (serial or mpi, workers, balance), ``elapsed_s`` (wall time of the
-whole profile, file lay-out included), ``measurements`` (every run), ``fits`` (estimated only),
-``curve`` (per size: access time of each pattern in ms, the sequential-to-random throughput
-ratio of reads and writes with its bootstrap interval ``ratio_ci``, and for an estimate how each
-ratio was got, ``estimate``: interpolated, extrapolated or clamped) and ``summary`` (per
-operation: mean, min and max ratio, the mean's interval, and the verdict).
+whole profile, file lay-out and analysis included), ``measurements`` (every run), ``fits``
+(estimated only), ``curve`` (per size: access time of each pattern in ms, the
+sequential-to-random throughput ratio of reads and writes with its bootstrap interval
+``ratio_ci``, and for an estimate how each ratio was got, ``estimate``: interpolated,
+extrapolated or clamped) and ``summary`` (per operation: mean, min and max ratio, the mean's
+interval, and the verdict).
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def make_target(
     """The target of a profile: a directory (a test file goes there) or a scratch device,
     which is overwritten and so needs `destroy_data`."""
     run_id = secrets.token_hex(4)
-    if max_requests is not None and max_requests < 1:
-        raise ConfigError(f"--max-requests must be at least 1 (got {max_requests})")
+    if max_requests is not None and max_requests < 0:
+        raise ConfigError(f"--max-requests must be 0 (no limit) or more (got {max_requests})")
+    max_requests = max_requests or None  # 0: the whole file
     if (directory is None) == (device is None):
         raise ConfigError("give a directory to profile, or --device /dev/X --destroy-data")
     if device is not None:
@@ -131,13 +133,13 @@ def run_profile(
             results, body = _estimated(spec, settings, runner, progress or _quiet)
     finally:
         measure.remove_files(spec)
-    elapsed = time.monotonic() - clock
     curve, measured = body.pop("access_ms"), body.pop("measured", None)
     ratio, estimator, status = body.pop("ratio"), body.pop("estimator"), body.pop("status", None)
     seed = body.pop("seed", None)
     intervals = uncertainty.bootstrap(
         _observations(results), estimator, settings.confidence, seed=seed or 0
     )
+    elapsed = time.monotonic() - clock  # the analysis is part of the time to a profile
     return {
         "kind": KIND,
         "version": 2,
@@ -151,7 +153,7 @@ def run_profile(
         **body,
         "confidence": settings.confidence,
         "curve": _curve_rows(curve, ratio, measured, intervals, status),
-        "summary": _summary(ratio, intervals, settings.confidence),
+        "summary": _summary(ratio, intervals, settings),
         "measurements": [r.to_dict() for r in results],
     }
 
@@ -297,7 +299,7 @@ def _curve_rows(
 def _summary(
     ratio: dict[str, dict[int, float]],
     intervals: uncertainty.RatioIntervals | None,
-    confidence: float,
+    settings: Settings,
 ) -> dict[str, dict[str, Any]]:
     """Per operation: mean, min and max ratio, the mean's interval and the plain verdict."""
     out = {}
@@ -307,7 +309,13 @@ def _summary(
         out[op] = values | {
             "mean_ci": list(mean_ci) if mean_ci else None,
             "advantage": str(uncertainty.judge(mean_ci)),
-            "verdict": uncertainty.verdict_line(op, values["mean"], mean_ci, confidence),
+            "verdict": uncertainty.verdict_line(
+                op,
+                values["mean"],
+                mean_ci,
+                settings.confidence,
+                "--min-runs 2" if settings.full else "--repetitions 2",
+            ),
         }
     return out
 

@@ -136,7 +136,9 @@ def make_operations(model: DiskModel) -> Any:
             }
 
         def readdir(self, path: str, fh: int) -> list[str]:
-            return [".", "..", *(name.lstrip("/") for name in self.files)]
+            with self.table_lock:
+                names = [name.lstrip("/") for name in self.files]
+            return [".", "..", *names]
 
         def create(self, path: str, mode: int, fi: Any = None) -> int:
             if path.count("/") > 1:
@@ -178,7 +180,8 @@ def make_operations(model: DiskModel) -> Any:
 
         def statfs(self, path: str) -> dict[str, int]:
             blocks = 1 << 22  # 16 GiB of 4 KiB blocks: memory is the real limit
-            used = sum(len(f.data) for f in self.files.values()) // 4096
+            with self.table_lock:
+                used = sum(len(f.data) for f in self.files.values()) // 4096
             return {
                 "f_bsize": 4096,
                 "f_frsize": 4096,
@@ -234,11 +237,19 @@ def mounted(directory: Path, model: DiskModel = DiskModel(), wait: float = 15.0)
         finally:
             if is_mounted(directory) and subprocess.run(["umount", str(directory)]).returncode:
                 subprocess.run(["umount", "--lazy", str(directory)], check=False)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM first (libfuse unmounts on it), SIGKILL only when that is not heard."""
+    for signal_process in (process.terminate, process.kill):
+        if process.poll() is not None:
+            return
+        signal_process()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _wait_for_mount(directory: Path, process: subprocess.Popen[str], log: Any, wait: float) -> None:

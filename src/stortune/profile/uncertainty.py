@@ -1,13 +1,18 @@
 """How sure a profile's ratios are: bootstrap intervals over the repetitions, and a verdict.
 
 A ratio's interval comes from a parametric bootstrap: every (size, pattern) is measured again,
-in simulation, as often as it was, with the run-to-run noise of the whole profile (the pooled
-spread of the log access times within each (size, pattern), widened by Student's t for its
-degrees of freedom), and the profile is recomputed the same way as the point estimate: for an
-estimated profile the lines are refitted (so the interval carries the fit's uncertainty too),
-for a full one the means are retaken. Pooling is what makes two repetitions enough: resampling
-two runs of one size on their own gives three possible means and far too narrow an interval.
-One run per size gives no spread to pool: no interval, and the verdict says so.
+in simulation, as often as it was, with its pattern's run-to-run noise (the spread of the log
+access times within each size, pooled over the pattern's sizes and widened by Student's t for
+its degrees of freedom), and the profile is recomputed the same way as the point estimate: for
+an estimated profile the lines are refitted (so the interval carries the fit's uncertainty
+too), for a full one the means are retaken. Pooling is what makes two repetitions enough:
+resampling two runs of one size on their own gives three possible means and far too narrow an
+interval. One run per size gives no spread to pool: no interval, and the verdict says so.
+
+What the interval does not carry is a line's misfit: two sizes per interval make any line pass
+through their means, so a curve that is not straight inside an interval shows up as error
+against the full profile that no interval announces (`bench/device_profile.py` measures how
+often the full profile's ratio lies inside the estimate's interval).
 
 The verdict of an operation reads the interval of its mean ratio over all sizes: a sequential
 advantage is only claimed when the whole interval lies above 1 + `NEGLIGIBLE`; an interval that
@@ -57,6 +62,23 @@ def pooled_log_sd(groups: Mapping[tuple[int, str], np.ndarray]) -> tuple[float, 
     return (float(np.sqrt(squares / df)) if df else 0.0), df
 
 
+def _spread_per_pattern(
+    groups: Mapping[tuple[int, str], np.ndarray], confidence: float
+) -> dict[str, float]:
+    """Each pattern's pooled log spread, widened by Student's t for its degrees of freedom
+    (random access is often noisier than sequential); the profile's when a pattern has none."""
+    z = scipy_stats.norm.ppf(0.5 + confidence / 2)
+    overall, overall_df = pooled_log_sd(groups)
+    out = {}
+    for pattern in {key[1] for key in groups}:
+        mine = {k: v for k, v in groups.items() if k[1] == pattern}
+        sd, df = pooled_log_sd(mine)
+        if df == 0:
+            sd, df = overall, overall_df
+        out[pattern] = sd * scipy_stats.t.ppf(0.5 + confidence / 2, df) / z
+    return out
+
+
 def bootstrap(
     observations: Iterable[tuple[int, str, float]],
     estimator: RatioEstimator,
@@ -70,18 +92,18 @@ def bootstrap(
     for size, pattern, access in observations:
         collected[(size, pattern)].append(max(access, 1e-9))
     groups = {key: np.array(values) for key, values in collected.items()}
-    sd, df = pooled_log_sd(groups)
-    if df == 0:
+    if pooled_log_sd(groups)[1] == 0:
         return None
-    sd *= scipy_stats.t.ppf(0.5 + confidence / 2, df) / scipy_stats.norm.ppf(0.5 + confidence / 2)
     keys = list(groups)
+    spread = _spread_per_pattern(groups, confidence)
     centres = np.repeat([np.log(groups[k]).mean() for k in keys], [len(groups[k]) for k in keys])
+    scales = np.repeat([spread[k[1]] for k in keys], [len(groups[k]) for k in keys])
     labels = [k for k in keys for _ in range(len(groups[k]))]
     rng = np.random.default_rng(seed)
     samples: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     means: dict[str, list[float]] = defaultdict(list)
     for _ in range(draws):
-        values = np.exp(centres + sd * rng.standard_normal(len(centres)))
+        values = np.exp(centres + scales * rng.standard_normal(len(centres)))
         simulated = [
             (size, pattern, v) for (size, pattern), v in zip(labels, values.tolist(), strict=True)
         ]
@@ -118,14 +140,19 @@ def judge(interval: tuple[float, float] | None) -> Advantage:
 
 
 def verdict_line(
-    operation: str, mean: float, interval: tuple[float, float] | None, confidence: float
+    operation: str,
+    mean: float,
+    interval: tuple[float, float] | None,
+    confidence: float,
+    more_runs: str = "--repetitions 2",
 ) -> str:
-    """One plain sentence for an operation's verdict."""
+    """One plain sentence for an operation's verdict; `more_runs` is the option that gives an
+    interval when there is none."""
     advantage = judge(interval)
     if advantage is Advantage.UNKNOWN:
         return (
             f"{operation}: mean ratio {mean:.3g}, no interval from one run per size "
-            "(use --repetitions 2 or more before trusting it)"
+            f"(use {more_runs} or more before trusting it)"
         )
     low, high = interval or (mean, mean)
     ci = f"{confidence:.0%} CI {low:.3g}-{high:.3g}"
