@@ -49,7 +49,7 @@ def test_flash_picks_only_pool_rows_and_never_repeats_one() -> None:
         asked.append(config_key(config))
         tuner.tell(config, value(config))
     assert set(asked) == {config_key(r) for r in rows} and len(asked) == 40
-    with pytest.raises(StortuneError, match="measured every one of the 40 pool configs"):
+    with pytest.raises(StortuneError, match="every one of the 40 configs of the pool is measured"):
         tuner.ask()
 
 

@@ -28,6 +28,7 @@ from stortune.store import Campaign, Store
 from stortune.targets import make_target
 from stortune.targets.base import Target
 from stortune.tuners import make_tuner
+from stortune.tuners.pool import pool_within
 from stortune.workloads import make_workload
 from stortune.workloads.base import Workload
 
@@ -124,7 +125,12 @@ def open_campaign(
         if budget is not None and settings != campaign.settings:
             log.update_settings(settings)
         tuner = make_tuner(
-            campaign.tuner, space, log.objective.direction, campaign.seed, tune.budget
+            campaign.tuner,
+            space,
+            log.objective.direction,
+            campaign.seed,
+            tune.budget,
+            pool=pool_within(space, target.pool()),
         )
         plan = TunePlan(log, workloads, space, tuner, tune)
         seconds = tune.seconds

@@ -232,6 +232,11 @@ class Target(ABC):
             self.check_workload(workload)
         return built
 
+    def pool(self) -> list[Config] | None:
+        """The only configs this target can run, when tuners must choose among them (a table
+        in pool mode); None for targets that run any valid config."""
+        return None
+
     def state(self) -> dict[str, float]:
         """System metrics for tuners that want state (DDPG); empty when the target has none."""
         return {}

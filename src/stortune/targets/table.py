@@ -7,10 +7,18 @@ or, when asked (`nearest`), answered by the nearest stored config in the unit-cu
 dataset measured under several workloads (a ``run.workload`` column) is replayed workload by
 workload (`RowsWorkload`): by default all of them, combined as a real campaign over those
 workloads would be. This lets tuners and rankings be tested in seconds on data measured once.
+
+Two options make a replay a fair test of tuners. `pool`: tuners choose among the dataset's
+configs only (`pool()`; the protocol of FLASH and PromiseTune on tables that are not full
+grids), and a config outside it is refused. `noise`: every replayed run is multiplied by seeded
+log-normal noise of that relative standard deviation, a fresh draw each time a config is run
+again, so a tuner meets the noise a real system has while `true_value` still knows the
+noise-free value of whatever it recommends.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,7 +48,22 @@ class TableSettings(TargetSettings):
     nearest: bool = setting(
         False, flag="--nearest", help="table target: answer unknown configs with the nearest row."
     )
+    pool: bool = setting(
+        False, flag="--pool", help="table target: tune over the dataset's configs only."
+    )
+    noise: float = setting(
+        0.0,
+        flag="--noise",
+        help="table target: relative SD of seeded noise on every replayed run (0.07 = 7%).",
+    )
+    noise_seed: int = setting(0, flag="--noise-seed", help="table target: seed of that noise.")
     metrics: list[str] | None = setting(None)  # the metric columns, when the file must be told
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.noise) and 0 <= self.noise <= 1):
+            raise TargetError(f"--noise is a relative SD from 0 to 1, not {self.noise}")
+        if self.pool and self.nearest:
+            raise TargetError("--pool and --nearest exclude each other: a pool has no neighbours")
 
 
 class TableTarget(Target):
@@ -74,6 +97,7 @@ class TableTarget(Target):
         self._keys: dict[str, int] = {}  # config key -> index in _configs
         self._points: list[np.ndarray] = []
         self._current: str | None = None
+        self._visits: dict[tuple[str, str, int], int] = {}  # runs replayed per slot (noise draws)
         self.workload_names = self._index()
         self.provides = frozenset({Need.TABLE_ROWS}) if self.workload_names else frozenset()  # type: ignore[misc]
 
@@ -132,11 +156,20 @@ class TableTarget(Target):
             )
         return super().workloads(names or self.workload_names, runtime)
 
+    def pool(self) -> list[Config] | None:
+        """The dataset's configs when tuning is held to them (`--pool`), else None."""
+        return self.configs() if self.settings.pool else None
+
     def apply(self, config: Config) -> None:
         assert self.space is not None
         valid = self.space.validate(config)
         key = config_key(valid)
         if key not in self._keys:
+            if self.settings.pool:
+                raise TargetError(
+                    f"config not in the pool of {Path(self.dataset.source).name}: "
+                    f"{_describe(valid)}"
+                )
             if not self.nearest:
                 raise TargetError(
                     f"config not in the dataset {self.dataset.source} "
@@ -170,7 +203,34 @@ class TableTarget(Target):
         record = self.dataset.frame.iloc[index]
         metrics = {m: float(record[m]) for m in self.dataset.metrics}
         metrics = {m: v for m, v in metrics.items() if math.isfinite(v)}
+        if self.settings.noise > 0:
+            metrics = self._noisy(metrics, slot, repetition)
         return Measurement(metrics, info={"row": int(index)})
+
+    def _noisy(
+        self, metrics: dict[str, float], slot: tuple[str, str], repetition: int
+    ) -> dict[str, float]:
+        """The metrics times log-normal factors of mean 1 and relative SD `noise`, drawn from
+        the seed, the config, the workload, the repetition and how often that run was made."""
+        visit_key = (*slot, repetition)
+        visit = self._visits.get(visit_key, 0)
+        self._visits[visit_key] = visit + 1
+        sigma = math.sqrt(math.log1p(self.settings.noise**2))
+        rng = np.random.default_rng(
+            [self.settings.noise_seed, _stable(slot[0]), _stable(slot[1]), repetition, visit]
+        )
+        factors = np.exp(rng.normal(-(sigma**2) / 2, sigma, size=len(metrics)))
+        return {m: v * float(f) for (m, v), f in zip(metrics.items(), factors, strict=True)}
+
+    def true_value(self, config: Config, metric: str | None = None) -> float:
+        """A config's noise-free value: the mean of the metric over its stored runs."""
+        assert self.space is not None
+        metric = metric or self.dataset.metrics[0]
+        key = config_key(self.space.validate(config))
+        rows = self._rows.get((key, ANY_WORKLOAD if self.workload_names else NO_WORKLOAD))
+        if not rows:
+            raise TargetError(f"config not in the dataset {self.dataset.source}")
+        return float(np.nanmean(self.dataset.frame[metric].to_numpy(dtype=float)[rows]))
 
     def optimum(self, metric: str | None = None, direction: str | None = None) -> float:
         """The best mean metric over the dataset's configs (for tuner benchmarks)."""
@@ -179,6 +239,15 @@ class TableTarget(Target):
         values = self.dataset.frame[metric].to_numpy(dtype=float)
         means = [float(np.nanmean(values[rows])) for rows in self._rows.values()]
         return max(means) if direction == Direction.MAX else min(means)
+
+
+def _stable(text: str) -> int:
+    """A hash of `text` that is the same in every process (Python's is salted)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def _describe(config: Config) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
 
 
 def _plain(value: Any) -> Any:

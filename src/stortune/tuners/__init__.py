@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
 from stortune.errors import StortuneError
-from stortune.space import Space
+from stortune.space import Config, Space
 from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.baselines import LHSTuner, RandomTuner
+from stortune.tuners.pool import PoolProjection
 
 # A "module:Class" entry is imported when first built: torch and BoTorch cost nothing to a
 # command that does not tune with them.
@@ -30,19 +32,31 @@ def tuner_names() -> list[str]:
 
 
 def make_tuner(
-    name: str, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
+    name: str,
+    space: Space,
+    direction: str = "max",
+    seed: int = 0,
+    budget: int | None = None,
+    pool: Sequence[Config] | None = None,
 ) -> Tuner:
+    """The tuner called `name`; with a `pool`, one that proposes only the pool's configs (its
+    own search over the pool where it has one, else its proposals moved to the nearest row)."""
+    tuner: Tuner
     if name in _OWN:
         cls = _OWN[name]
         if isinstance(cls, str):
             module, _, attr = cls.partition(":")
             cls = getattr(importlib.import_module(module), attr)
-        return cls(space, direction, seed, budget)
-    from stortune.tuners.optuna_adapter import SAMPLERS, OptunaTuner
+        if pool is not None and cls.takes_pool:
+            return cls(space, direction, seed, budget, pool=pool)  # type: ignore[call-arg]
+        tuner = cls(space, direction, seed, budget)
+    else:
+        from stortune.tuners.optuna_adapter import SAMPLERS, OptunaTuner
 
-    if name in SAMPLERS:
-        return OptunaTuner(space, direction, seed, budget, sampler=name)
-    raise StortuneError(f"unknown tuner {name!r} (choose from {', '.join(tuner_names())})")
+        if name not in SAMPLERS:
+            raise StortuneError(f"unknown tuner {name!r} (choose from {', '.join(tuner_names())})")
+        tuner = OptunaTuner(space, direction, seed, budget, sampler=name)
+    return tuner if pool is None else PoolProjection(tuner, pool)
 
 
 __all__ = [

@@ -4,6 +4,8 @@
 the evaluation failed). Tuners keep the history and the best config; `direction` says whether
 larger values are better. A tuner may be told configs it did not propose: that is how a resumed
 campaign replays its stored history, and how runs measured earlier (by a sweep, say) seed it.
+`recommend()` is the config the tuner would hand a user: the best mean over its observations,
+unless the tuner knows better (a model that sees through the noise).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from stortune.enums import Direction
+from stortune.sampling import config_key
 from stortune.space import Config, Space
 
 
@@ -25,6 +28,7 @@ class Observation:
 
 class Tuner(ABC):
     name: str = ""
+    takes_pool: bool = False  # searches a finite pool of configs itself (`pool` argument)
 
     def __init__(
         self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
@@ -48,6 +52,24 @@ class Tuner(ABC):
 
     def _observe(self, config: Config, value: float | None) -> None:  # noqa: B027
         """Hook for subclasses that learn from observations."""
+
+    def withdraw(self, config: Config) -> None:  # noqa: B027
+        """A proposal that will not be measured (a pool answered it with another config):
+        tuners that keep asked proposals pending drop it here."""
+
+    def recommend(self) -> Config | None:
+        """The config to recommend: the best mean value over repeated observations."""
+        sums: dict[str, list] = {}
+        for obs in self.history:
+            if obs.value is not None:
+                entry = sums.setdefault(config_key(obs.config), [obs.config, 0.0, 0])
+                entry[1] += obs.value
+                entry[2] += 1
+        best: tuple[Config, float] | None = None
+        for config, total, count in sums.values():
+            if best is None or self.better(total / count, best[1]):
+                best = (config, total / count)
+        return None if best is None else dict(best[0])
 
     def observe_state(self, state: Mapping[str, float]) -> None:  # noqa: B027
         """The target's system metrics after a config was measured, given just before that

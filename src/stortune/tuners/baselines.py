@@ -2,26 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from stortune.sampling import config_key, latin_hypercube
 from stortune.space import Config, Space
 from stortune.tuners.base import Tuner
+from stortune.tuners.pool import Pool
 
 
 class RandomTuner(Tuner):
-    """Uniform random valid configs, avoiding repeats while the space has unseen ones."""
+    """Uniform random valid configs, avoiding repeats while the space has unseen ones; with a
+    pool, uniform among its unmeasured configs."""
 
     name = "random"
+    takes_pool = True
 
     def __init__(
-        self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
+        self,
+        space: Space,
+        direction: str = "max",
+        seed: int = 0,
+        budget: int | None = None,
+        pool: Sequence[Config] | None = None,
     ) -> None:
         super().__init__(space, direction, seed, budget)
         self._rng = np.random.default_rng(seed)
         self._asked: set[str] = set()
+        self.pool = None if pool is None else Pool(space, pool)
+
+    def _observe(self, config: Config, value: float | None) -> None:
+        if self.pool is not None:
+            self.pool.close(config)
 
     def ask(self) -> Config:
+        if self.pool is not None:
+            return self.pool.random_open(self._rng)
         config: Config = {}
         for _ in range(200):
             config = self._draw()

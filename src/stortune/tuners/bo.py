@@ -14,6 +14,9 @@ dynamic bounds (3.2, Fig. 4).
   neighbours of the best observations and then of the best candidates). Rounding, conditions and
   constraints are applied before the acquisition sees a point, so a proposal is always valid and
   is scored at the value that will really be run.
+* On a pool (a measured table's rows, `pool`): the candidates are unmeasured rows, a seeded
+  draw of them plus the rows nearest to the neighbours of the best observations; the initial
+  design is moved to the nearest rows, and the random proposals are random rows.
 * Start: the default config and a Latin hypercube (`common.initial_design`). After that, every
   fifth proposal is a uniformly drawn valid config, as SMAC interleaves random ones: a GP that
   sees many equal values (a plateau; a table replayed by nearest neighbour) otherwise keeps
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,12 +40,14 @@ from botorch.models import MixedSingleTaskGP, SingleTaskGP
 from botorch.models.transforms import Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from scipy.spatial import cKDTree
 
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Space
 from stortune.tuners.base import Tuner
 from stortune.tuners.bounds import GrowableSpace
 from stortune.tuners.common import config_at, initial_design, initial_size, random_valid, scores
+from stortune.tuners.pool import Pool
 from stortune.tuners.topk import free_indices
 
 RANDOM_CANDIDATES = 500
@@ -54,12 +60,15 @@ WARM_ITERATIONS = 30  # a refit started from the previous hyperparameters
 REFIT = 5  # hyperparameters are re-estimated every REFIT observations
 SCALES = (0.02, 0.05, 0.1, 0.2)
 RANDOM_EVERY = 5
+POOL_DRAWS = 2000  # pool rows scored per proposal, besides those near the best observations
+POOL_NEAREST = 3  # rows taken near each neighbour point
 
 
 class BOTuner(Tuner):
     """GP-BO with noisy EI over valid candidates; extendable bounds grow (module doc)."""
 
     name = "bo"
+    takes_pool = True
 
     def __init__(
         self,
@@ -68,8 +77,11 @@ class BOTuner(Tuner):
         seed: int = 0,
         budget: int | None = None,
         n_init: int | None = None,
+        pool: Sequence[Config] | None = None,
     ) -> None:
         super().__init__(space, direction, seed, budget)
+        self.pool = None if pool is None else Pool(space, pool)
+        self._tree: cKDTree | None = None
         self.bounds = GrowableSpace(space)
         self.n_init = n_init or initial_size(budget, high=8)
         self._design: list[Config] | None = None
@@ -87,11 +99,18 @@ class BOTuner(Tuner):
         if len(self.history) < self.n_init or told < 2 or not free_indices(self.search_space):
             return self._from_design()
         if (len(self.history) - self.n_init) % RANDOM_EVERY == RANDOM_EVERY - 1:
-            return random_valid(self.search_space, self._rng(), self._seen)
+            return self._random()
         return self._propose()
+
+    def _random(self) -> Config:
+        if self.pool is not None:
+            return self.pool.random_open(self._rng())
+        return random_valid(self.search_space, self._rng(), self._seen)
 
     def _observe(self, config: Config, value: float | None) -> None:
         self._seen.add(config_key(config))
+        if self.pool is not None:
+            self.pool.close(config)
         self.bounds.include(config)
         best = self.best
         if value is not None and best is not None and best.value == value:
@@ -100,14 +119,41 @@ class BOTuner(Tuner):
     def _from_design(self) -> Config:
         if self._design is None:
             self._design = initial_design(self.search_space, self.n_init, self.seed)
+        if self.pool is not None:  # the design's next point, moved to the nearest open row
+            step = len(self.history)
+            return (
+                self.pool.nearest_open(self._design[step])
+                if step < len(self._design)
+                else self._random()
+            )
         for config in self._design:
             if config_key(config) not in self._seen:
                 return dict(config)
-        return random_valid(self.search_space, self._rng(), self._seen)
+        return self._random()
 
     def _rng(self) -> np.random.Generator:
         # Seeded by the step, not a running stream: a replayed campaign proposes the same.
         return np.random.default_rng([self.seed, len(self.history)])
+
+    def recommend(self) -> Config | None:
+        """The observed config with the best posterior mean: the GP's learned noise discounts
+        a single lucky run, which the best observed value would crown."""
+        told = [o for o in self.history if o.value is not None]
+        space = self.search_space
+        free = free_indices(space)
+        if len({config_key(o.config) for o in told}) < 3 or not free:
+            return super().recommend()
+        encoded = np.clip([space.encode(o.config) for o in self.history], 0.0, 1.0)
+        y = scores(self.history, self.direction)
+        with torch.random.fork_rng(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(self.seed * 100_003 + len(self.history))
+            model = self._fit(space, free, encoded[:, free], y)
+            with torch.no_grad():
+                mean = model.posterior(_tensor(encoded[:, free])).mean.squeeze(-1).numpy()
+        ok = np.array([o.value is not None for o in self.history])
+        best = int(np.flatnonzero(ok)[np.argmax(mean[ok])])
+        return dict(self.history[best].config)
 
     # ---- a model-based proposal -----------------------------------------------------------
     def _propose(self) -> Config:
@@ -174,6 +220,8 @@ class BOTuner(Tuner):
         rng = self._rng()
         categorical = np.array([p.kind is Kind.CATEGORICAL for p in space.parameters])
         starts = encoded[np.argsort(-y)[:TOP_OBSERVED]]
+        if self.pool is not None:
+            return self._maximise_over_pool(acquisition, free, categorical, starts, rng)
         raw = [rng.random((RANDOM_CANDIDATES, len(space)))]
         raw += [_neighbours(s, NEIGHBOURS, free, categorical, rng) for s in starts]
         configs, points = _decode(space, np.vstack(raw))
@@ -193,6 +241,33 @@ class BOTuner(Tuner):
                 return space.validate(configs[i]), points[i]
         config = random_valid(space, rng, self._seen)
         return config, space.encode(config)
+
+    def _maximise_over_pool(
+        self,
+        acquisition: Any,
+        free: list[int],
+        categorical: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+    ) -> tuple[Config, np.ndarray]:
+        """The unmeasured pool row the acquisition likes best, among a seeded draw of the open
+        rows and the open rows nearest to neighbours of the best observations."""
+        assert self.pool is not None
+        rows = self.pool.open_rows()
+        drawn = rows if len(rows) <= POOL_DRAWS else rng.choice(rows, POOL_DRAWS, replace=False)
+        if self._tree is None:
+            self._tree = cKDTree(self.pool.points)
+        near_points = np.vstack(
+            [_neighbours(s, NEIGHBOURS, free, categorical, rng) for s in starts]
+        )
+        k = min(POOL_NEAREST, len(self.pool))
+        _, near = self._tree.query(near_points, k=k)
+        candidates = np.union1d(drawn, np.asarray(near).ravel())
+        candidates = candidates[self.pool.open_mask[candidates]]
+        points = self.pool.points[candidates]
+        values = _evaluate(acquisition, points[:, free])
+        best = int(candidates[int(np.argmax(values))])
+        return dict(self.pool.configs[best]), self.pool.points[best]
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:

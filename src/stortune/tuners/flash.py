@@ -17,17 +17,18 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.tree import DecisionTreeRegressor
 
-from stortune.errors import StortuneError
-from stortune.sampling import config_key, latin_hypercube
+from stortune.sampling import latin_hypercube
 from stortune.space import Config, Space
 from stortune.tuners.base import Tuner
 from stortune.tuners.common import initial_size, scores
+from stortune.tuners.pool import Pool
 
 SAMPLED_POOL = 2000  # candidates drawn when no pool is given
 
 
 class FlashTuner(Tuner):
     name = "flash"
+    takes_pool = True
 
     def __init__(
         self,
@@ -40,41 +41,29 @@ class FlashTuner(Tuner):
         super().__init__(space, direction, seed, budget)
         self.rng = np.random.default_rng(seed)
         if pool is None:
-            drawn = [space.default_config(), *latin_hypercube(space, SAMPLED_POOL, seed).configs]
-        else:
-            drawn = list(pool)
-        unique = {config_key(c): dict(c) for c in drawn}  # each distinct config once, in order
-        if not unique:
-            raise StortuneError("FLASH needs a pool of at least one config")
-        self._keys = list(unique)
-        self.pool: list[Config] = list(unique.values())
-        self._points = np.array([space.encode(c) for c in self.pool])
-        self._measured: set[str] = set()
+            pool = [space.default_config(), *latin_hypercube(space, SAMPLED_POOL, seed).configs]
+        self.pool = Pool(space, pool)
         self._initial = initial_size(budget)
 
     def _observe(self, config: Config, value: float | None) -> None:
-        self._measured.add(config_key(config))
+        self.pool.close(config)
 
     def ask(self) -> Config:
-        open_rows = [i for i, key in enumerate(self._keys) if key not in self._measured]
-        if not open_rows:
-            raise StortuneError(
-                f"FLASH has measured every one of the {len(self.pool)} pool configs"
-            )
+        open_rows = self.pool.open_rows()
         if len(self.history) < self._initial or not any(o.value is not None for o in self.history):
-            return dict(self.pool[self._initial_row(open_rows)])
+            return self._initial_config()
         tree = DecisionTreeRegressor(random_state=self.seed)
         tree.fit(
             np.array([self.space.encode(o.config) for o in self.history]),
             scores(self.history, self.direction),
         )
-        predicted = tree.predict(self._points[open_rows])
+        predicted = tree.predict(self.pool.points[open_rows])
         best = np.flatnonzero(predicted == predicted.max())
-        return dict(self.pool[open_rows[int(self.rng.choice(best))]])
+        return dict(self.pool.configs[int(open_rows[int(self.rng.choice(best))])])
 
-    def _initial_row(self, open_rows: list[int]) -> int:
+    def _initial_config(self) -> Config:
         """The first asks: the space's default when it is in the pool, then random rows."""
-        default = config_key(self.space.default_config())
-        if default in self._keys and default not in self._measured:
-            return self._keys.index(default)
-        return open_rows[int(self.rng.integers(len(open_rows)))]
+        default = self.space.default_config()
+        if self.pool.is_open(default):
+            return self.pool.nearest_open(default)
+        return self.pool.random_open(self.rng)

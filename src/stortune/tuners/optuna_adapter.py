@@ -99,6 +99,13 @@ class OptunaTuner(Tuner):
             config[p.name] = _suggest(trial, p)
         return config
 
+    def withdraw(self, config: Config) -> None:
+        """A proposal replaced by another config: Optuna's trial is closed as failed, which
+        its samplers ignore, and the config measured instead comes in as an added trial."""
+        trial = self._pending.pop(config_key(config), None)
+        if trial is not None:
+            self.study.tell(trial, state=TrialState.FAIL)
+
     def _observe(self, config: Config, value: float | None) -> None:
         trial = self._pending.pop(config_key(config), None)
         if trial is not None:

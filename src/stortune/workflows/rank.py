@@ -27,6 +27,7 @@ from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target
 from stortune.tuners import make_tuner
+from stortune.tuners.pool import pool_within
 from stortune.tuners.topk import pin, top_k
 from stortune.workflows.reporting import Reporter, run_measuring
 from stortune.workloads.base import Workload
@@ -123,7 +124,8 @@ def sample_space(
         {**settings.to_dict(), **rules.to_dict()}, tuner="lhs", seed=seed,
     )  # fmt: skip
     log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
-    tuner = make_tuner("lhs", space, objective.direction, seed, configs)
+    pool = pool_within(space, target.pool())
+    tuner = make_tuner("lhs", space, objective.direction, seed, configs, pool=pool)
     plan = TunePlan(log, workloads, space, tuner, settings)
     return run_measuring(Measuring(log, plan, target, rules), reporter, f"sampling {name}")
 

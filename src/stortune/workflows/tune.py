@@ -32,6 +32,7 @@ from stortune.store import Campaign, Store
 from stortune.targets import make_target
 from stortune.targets.base import Target
 from stortune.tuners import DEFAULT_TUNER, make_tuner
+from stortune.tuners.pool import pool_within
 from stortune.workflows.rank import Ranking, RankOptions, rank_space, sample_space
 from stortune.workflows.reporting import Reporter, Silent, run_measuring
 from stortune.workflows.verify import verify
@@ -115,7 +116,12 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     log = CampaignLog(store, campaign, [workload_name(w) for w in job.workloads])
     log.confidence = job.settings.confidence
     tuner = make_tuner(
-        job.tuner, tuned_space, job.objective.direction, job.seed, job.settings.budget
+        job.tuner,
+        tuned_space,
+        job.objective.direction,
+        job.seed,
+        job.settings.budget,
+        pool=pool_within(tuned_space, job.target.pool()),
     )
     plan = TunePlan(log, job.workloads, tuned_space, tuner, job.settings)
     measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)

@@ -1,0 +1,146 @@
+"""Tuning over a measured table's rows (pool mode) and replaying it with seeded noise."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import typer
+from typer.testing import CliRunner
+
+from stortune.cli import tune
+from stortune.errors import StortuneError, TargetError
+from stortune.sampling import config_key
+from stortune.space import parse_space
+from stortune.store import Store
+from stortune.targets.table import TableSettings, TableTarget
+from stortune.tuners import make_tuner
+from stortune.tuners.pool import Pool
+
+torch.set_num_threads(1)
+
+SPACE_TEXT = """
+name: grid
+parameters:
+  a: {type: int, low: 0, high: 9, default: 0}
+  b: {type: int, low: 0, high: 9, default: 0}
+  c: {type: categorical, values: [x, y, z], default: x}
+"""
+SPACE = parse_space(SPACE_TEXT)
+
+
+def throughput(a: int, b: int, c: str) -> float:
+    return 100.0 + 10 * a - (b - 6) ** 2 + (25 if c == "z" else 0)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    """A measured table that is not a full grid: 60 of the 300 configs, two runs each."""
+    grid = list(itertools.product(range(10), range(10), "xyz"))
+    rng = np.random.default_rng(5)
+    rows = ["a,b,c,thr"]
+    for i in rng.choice(len(grid), 60, replace=False):
+        a, b, c = grid[i]
+        for rep in range(2):
+            rows.append(f"{a},{b},{c},{throughput(a, b, c) + rep}")
+    path = tmp_path / "pool.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (tmp_path / "grid.yaml").write_text(SPACE_TEXT)
+    return path
+
+
+def target(path: Path, **settings: object) -> TableTarget:
+    return TableTarget(SPACE, TableSettings(dataset=str(path), **settings))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["bo", "flash", "random", "lhs", "bestconfig", "ddpg", "tpe"])
+def test_every_tuner_proposes_only_unmeasured_pool_rows(table: Path, name: str) -> None:
+    replay = target(table, pool=True)
+    rows = replay.pool()
+    assert rows is not None and len(rows) == 60
+    tuner = make_tuner(name, SPACE, "max", seed=2, budget=20, pool=rows)
+    keys = {config_key(r) for r in rows}
+    asked: list[str] = []
+    for _ in range(20):
+        config = tuner.ask()
+        replay.apply(config)  # a config outside the pool would raise here
+        asked.append(config_key(config))
+        tuner.tell(config, replay.run().metrics["thr"])
+    assert set(asked) <= keys and len(set(asked)) == 20
+
+
+def test_pool_mode_refuses_a_config_outside_the_pool_in_one_line(table: Path) -> None:
+    replay = target(table, pool=True)
+    inside = {config_key(c) for c in replay.configs()}
+    outside = next(
+        {"a": a, "b": b, "c": c}
+        for a, b, c in itertools.product(range(10), range(10), "xyz")
+        if config_key({"a": a, "b": b, "c": c}) not in inside
+    )
+    with pytest.raises(TargetError, match="not in the pool of pool.csv") as error:
+        replay.apply(outside)
+    assert "\n" not in str(error.value)
+    with pytest.raises(TargetError, match="exclude each other"):
+        target(table, pool=True, nearest=True)
+
+
+def test_noisy_replay_is_reproducible_by_seed_and_unbiased(table: Path) -> None:
+    config = target(table).configs()[0]
+
+    def runs(seed: int, n: int = 400) -> list[float]:
+        replay = target(table, noise=0.07, noise_seed=seed)
+        replay.apply(config)
+        return [replay.run(repetition=0).metrics["thr"] for _ in range(n)]
+
+    first, again, other = runs(1), runs(1), runs(2)
+    assert first == again and first != other
+    assert len(set(first)) == len(first)  # each run again is a fresh draw
+    true = target(table).true_value(config)
+    assert true == pytest.approx(throughput(**config) + 0.5)
+    assert np.mean(first) == pytest.approx(true, rel=0.02)
+    assert np.std(first) / true == pytest.approx(0.07, rel=0.2)
+    exact = target(table)
+    exact.apply(config)
+    assert exact.run(repetition=0).metrics["thr"] == throughput(**config)
+
+
+def test_noise_outside_zero_to_one_is_refused(table: Path) -> None:
+    with pytest.raises(TargetError, match="relative SD from 0 to 1"):
+        target(table, noise=1.5)
+
+
+def test_recommend_takes_the_best_mean_not_the_best_single_run() -> None:
+    tuner = make_tuner("random", SPACE, "max", seed=0)
+    lucky, steady = {"a": 1, "b": 1, "c": "x"}, {"a": 2, "b": 2, "c": "y"}
+    for config, value in [(lucky, 10.0), (lucky, 2.0), (steady, 7.0), (steady, 7.5)]:
+        tuner.tell(config, value)
+    assert tuner.best.config == lucky
+    assert tuner.recommend() == steady
+
+
+def test_a_finished_pool_says_so() -> None:
+    pool = Pool(SPACE, [{"a": 1, "b": 1, "c": "x"}])
+    pool.close({"a": 1, "b": 1, "c": "x"})
+    with pytest.raises(StortuneError, match="every one of the 1 configs of the pool"):
+        pool.open_rows()
+
+
+def test_tune_in_pool_mode_measures_only_the_tables_rows(table: Path) -> None:
+    store = str(table.parent / "runs.db")
+    app = typer.Typer()
+    tune.register(app)
+    result = CliRunner().invoke(app, [
+        "tune", "--space", str(table.parent / "grid.yaml"), "--dataset", str(table), "--pool",
+        "--noise", "0.05", "--noise-seed", "3", "-o", "thr:max", "--tuner", "tpe",
+        "--budget", "15", "-r", "1", "--name", "p", "--store", store, "--json",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert json.loads(result.output)["outcome"]["evaluations"] == 15
+    inside = {config_key(c) for c in target(table).configs()}
+    with Store(store) as db:
+        trials = db.trials(db.campaign("p").id)
+    assert len(trials) == 15 and all(config_key(t.config) in inside for t in trials)
