@@ -1,34 +1,33 @@
-"""Tuners side by side on table targets replaying measured datasets.
+"""Tuners against the strongest peers on measured tables, noise-free and with noise.
 
-For each dataset and each tuner (bo, ddpg, bestconfig, Optuna's TPE, random, LHS) it runs
-`--seeds` seeded campaigns and reports the median, over the seeds, of the best value found as
-a fraction of the dataset's global optimum (1.0 = found it; for a minimised metric the fraction
-is optimum / best) after 10, 30 and 100 evaluations, and the median number of evaluations
-needed to reach 95% and 99% of the optimum (">100" when the median run did not). 95% is the
-the usual mark; on datasets where a few random configs already reach it, 99% is the one that
-tells tuners apart. The budgets are read
-off one 100-evaluation run per seed (its best-so-far curve), not separate runs: on this 2-core
-machine separate runs would cost 40% more. A tuner told a budget of 10 would size its initial
-design smaller (bo, bestconfig, lhs), so the @10 and @30 columns are what a 100-evaluation
-campaign has found by then.
+Each tuner (stortune's bo, FLASH, DDPG, BestConfig, random and LHS; Optuna's TPE and GPSampler;
+SMAC3 and HEBO from their own virtualenv, bench/peer_tuners.py) runs `--seeds` seeded
+100-evaluation campaigns per dataset against a `table` target, in two protocols:
 
-The objective is a config's mean over the dataset's repetitions (the table target serves the
-aggregated dataset), so runs compare search, not luck with noise. Datasets that are not full
-grids (every config of the inferred space present) are served with ``nearest=True``: a config
-the dataset lacks gets the nearest stored config's value. It also times a BO proposal at 16
-parameters and 100 observations (the bar: "under 2 s").
+* Noise-free: the target answers a config with its mean over the dataset's repetitions. A table
+  that is not a full grid is served in pool mode: tuners choose among its rows (FLASH, bo and
+  random search the pool themselves, the others' proposals move to the nearest unmeasured row),
+  so every evaluation is a measured config and nothing is served by a neighbour. From each
+  campaign's best-so-far curve: the best as a fraction of the optimum after 10/30/100
+  evaluations (for a minimised metric, optimum / best), evaluations to within 5% and 1% of the
+  optimum, and whether it found the optimum itself.
+* Noisy replay: every evaluation is multiplied by seeded log-normal noise of relative SD
+  `--noise` (7%, the repeat noise of the project's own dataset). After 30 and 100 evaluations
+  the tuner's recommendation (`Tuner.recommend`: its best mean, bo's best posterior mean) is
+  scored by its noise-free value, not by the lucky draw that made it look best.
 
-Datasets: ../shared/datasets/moot-promisetune/{HSQLDB,PostgreSQL,redis}.csv and the project's
-own data/localfs.csv (once per workload, when it is there: 216 of the 360 valid configs,
-so served with nearest=True) by default, plus any dataset specs
-``PATH[@WORKLOAD]`` given (bench/benchdata.py). BestConfig's ARFF samples (100 LHS points each)
-are left out unless --arff is given: a nearest-neighbour replay of 100 points in 11-28
-dimensions measures the replay more than the tuners. Results are keyed by dataset name
-(``localfs@fileserver``); --only NAME_SUBSTRING runs the matching datasets and merges
-their entries into the existing results file.
+Per tuner it also times the asks 91-100 of the noise-free campaigns (seconds per proposal at
+about 100 observations). Medians are over seeds; "evaluations to" is null when the median
+campaign did not get there in 100. Every finished campaign is appended to
+bench/results/tuners-runs.jsonl and skipped when the bench is run again, so an interrupted run
+resumes; --fresh starts over. A peer that cannot be installed is reported in the table.
 
-Run: python bench/tuners.py [--seeds 30] [--jobs 2] [--arff] [--only NAME_SUBSTRING ...]
-     [PATH[@WORKLOAD] ...]
+The default-tuner check: stortune's default tuner against every peer, on evaluations to 1%
+(<= every peer's on two thirds of the datasets, never more than 1.5x the best peer's) and on
+the noisy recommendations (>= every peer's at 30 and 100 evaluations).
+
+Run: python bench/tuners.py [--seeds 20] [--jobs 2] [--tuners bo,flash,...]
+     [--only NAME_SUBSTRING ...] [PATH[@WORKLOAD] ...]
 (writes bench/results/tuners.json and prints the Markdown table)
 """
 
@@ -43,37 +42,34 @@ import platform
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
-import numpy as np
-from benchdata import add_only_option, only_patterns, own_specs, previous, select
+from benchdata import add_only_option, only_patterns, own_specs, select
 
 from stortune.sources import spec_name
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
+SHARED = REPO.parent / "shared" / "datasets" / "moot-promisetune"
 RESULTS = Path(__file__).parent / "results" / "tuners.json"
-DEFAULT_DATASETS = [
-    SHARED / "moot-promisetune" / f"{n}.csv" for n in ("HSQLDB", "PostgreSQL", "redis")
-]
-TUNERS = ["bo", "ddpg", "bestconfig", "tpe", "random", "lhs"]
-BUDGETS = [10, 30, 100]  # read off one run of the largest
-TARGET_FRACTIONS = (0.95, 0.99)
+RUNS = Path(__file__).parent / "results" / "tuners-runs.jsonl"
+MOOT = ["HSQLDB", "PostgreSQL", "redis", "7z", "dconvert", "deeparch", "exastencils", "storm"]
+OWN_TUNERS = ["bo", "flash", "ddpg", "bestconfig", "random", "lhs"]
+OPTUNA = ["tpe", "gp"]
+PEERS = ["smac", "hebo"]  # run in bench/peers' virtualenv
+TUNERS = ["bo", "flash", "tpe", "gp", "smac", "hebo", "ddpg", "bestconfig", "random", "lhs"]
+BUDGET = 100
+BUDGETS = (10, 30, 100)
+RECOMMEND_AT = (30, 100)
+NOISE = 0.07
+TIMED_ASKS = range(90, 100)  # asks 91-100: proposals at about 100 observations
+EXACT = 1 - 1e-9  # a fraction this close to 1 is the optimum itself
 
 
-def _limit_threads() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def load(spec: str):
-    """(table target over the aggregated dataset, its space, metric, direction, nearest).
-
-    The target serves the objective only (the first metric, relative where there is one), on
-    the configs that have a value for it."""
+    """(dataset with the objective only, its space, metric, direction, full grid?)."""
     from stortune.datasets import Dataset
     from stortune.sources import load_spec
     from stortune.space import space_from_dataset
@@ -84,193 +80,354 @@ def load(spec: str):
     frame = full.frame.dropna(subset=[metric]).reset_index(drop=True)
     dataset = Dataset(frame, full.params, [metric], full.directions, full.source)
     space = space_from_dataset(dataset)
-    exact = TableTarget.of(dataset, space)
-    full_grid = len(exact.configs()) == space.raw_grid_size(levels=10**9)
-    target = exact if full_grid else TableTarget.of(dataset, space, nearest=True)
-    return target, space, dataset.metrics[0], dataset.direction(), not full_grid
+    configs = len(TableTarget.of(dataset, space).configs())
+    return dataset, space, metric, dataset.direction(), configs == space.raw_grid_size(levels=10**9)
+
+
+def make_target(spec: str, noise: float, seed: int):
+    from stortune.targets.table import TableSettings, TableTarget
+
+    dataset, space, _, _, full_grid = load(spec)
+    settings = TableSettings(pool=not full_grid, noise=noise, noise_seed=seed)
+    return TableTarget(space, settings, data=dataset)
+
+
+def make_campaign_tuner(name: str, spec: str, seed: int, pool):
+    from stortune.tuners import make_tuner
+    from stortune.tuners.pool import PoolProjection
+
+    _, space, _, direction, _ = load(spec)
+    if name not in PEERS:
+        return make_tuner(name, space, direction, seed, BUDGET, pool=pool)
+    from peer_tuners import PeerTuner, ensure_peer_venv
+
+    python = ensure_peer_venv(name)
+    tuner = PeerTuner(space, direction, seed, BUDGET, peer=name, python=str(python))
+    return tuner if pool is None else PoolProjection(tuner, pool)
 
 
 def fraction(value: float, optimum: float, direction: str) -> float:
+    """The value as a fraction of the optimum (1 at the optimum, also where it is 0: storm's
+    minimised metric reaches 0, so there only the optimum's configs are within 5% of it)."""
+    if value == optimum:
+        return 1.0
     return value / optimum if direction == "max" else optimum / value
 
 
-def campaign(job: tuple[str, str, int, int]) -> dict:
-    """One seeded run: the best-so-far fraction after each evaluation."""
-    spec, tuner_name, budget, seed = job
-    _limit_threads()
-    from stortune.tuners import make_tuner
+def campaign(job: tuple[str, str, int, float]) -> dict:
+    """One seeded campaign: the true best-so-far fraction after each evaluation, the true
+    value of the recommendations (noisy replay) and the seconds each ask took."""
+    spec, name, seed, noise = job
+    import torch
 
-    target, space, metric, direction, _ = load(spec)
+    torch.set_num_threads(1)
+    _, _, metric, direction, _ = load(spec)
+    target = make_target(spec, noise, seed)
     optimum = target.optimum(metric, direction)
-    tuner = make_tuner(tuner_name, space, direction, seed, budget)
-    curve, best = [], None
+    tuner = make_campaign_tuner(name, spec, seed, target.pool())
+    curve: list[float] = []
+    asks: list[float] = []
+    recommended: dict[str, float] = {}
+    best: float | None = None
     started = time.perf_counter()
-    for _ in range(budget):
-        config = tuner.ask()
-        target.apply(config)
-        value = target.run().metrics[metric]
-        tuner.observe_state(target.state())
-        tuner.tell(config, value)
-        if best is None or (value > best if direction == "max" else value < best):
-            best = value
-        curve.append(fraction(best, optimum, direction))
+    try:
+        for step in range(BUDGET):
+            ask_started = time.perf_counter()
+            config = tuner.ask()
+            asks.append(time.perf_counter() - ask_started)
+            target.apply(config)
+            value = target.run().metrics[metric]
+            tuner.observe_state(target.state())
+            tuner.tell(config, value)
+            true = fraction(target.true_value(config, metric), optimum, direction)
+            best = true if best is None else max(best, true)
+            curve.append(best)
+            if noise and step + 1 in RECOMMEND_AT:
+                choice = tuner.recommend()
+                score = fraction(target.true_value(choice, metric), optimum, direction)
+                recommended[str(step + 1)] = score
+    finally:
+        close = getattr(getattr(tuner, "inner", tuner), "close", None)
+        if close is not None:
+            close()
     return {
-        "dataset": spec,
-        "tuner": tuner_name,
-        "budget": budget,
+        "dataset": spec_name(spec),
+        "tuner": name,
         "seed": seed,
+        "noise": noise,
         "curve": curve,
+        "recommended": recommended,
+        "ask_seconds": asks,
         "seconds": time.perf_counter() - started,
     }
 
 
-def to_reach(curve: list[float], target: float) -> float:
-    """Evaluations until the best-so-far fraction reaches `target` (inf: never)."""
-    return next((i + 1 for i, f in enumerate(curve) if f >= target), math.inf)
+def to_reach(curve: list[float], goal: float) -> float:
+    """Evaluations until the best-so-far fraction reaches `goal` (inf: never)."""
+    return next((i + 1 for i, f in enumerate(curve) if f >= goal), math.inf)
 
 
-def reach_key(target: float) -> str:
-    return f"to{round(target * 100)}"
+def median_or_none(values: Iterable[float]) -> float | None:
+    m = statistics.median(values)
+    return None if math.isinf(m) else m
 
 
-def proposal_seconds(repeats: int = 5) -> float:
-    """Median wall time of one BO proposal at 16 parameters and 100 observations."""
-    _limit_threads()
-    from stortune.space import parse_space
-    from stortune.tuners.bo import BOTuner
-
-    text = "name: s16\nparameters:\n"
-    text += "".join(f"  x{i}: {{type: float, low: 0, high: 1, default: 0.5}}\n" for i in range(12))
-    text += "".join(f"  n{i}: {{type: int, low: 1, high: 64, default: 8}}\n" for i in range(3))
-    text += "  c: {type: categorical, values: [a, b, c, d], default: a}\n"
-    space = parse_space(text)
-    rng = np.random.default_rng(0)
-    tuner = BOTuner(space, "max", 0, 200)
-    for _ in range(100):
-        config = space.decode(rng.random(len(space)))
-        value = -sum((config[f"x{i}"] - 0.3) ** 2 for i in range(12)) + 0.01 * rng.normal()
-        tuner.tell(config, value)
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        config = tuner.ask()
-        times.append(time.perf_counter() - started)
-        tuner.tell(config, 0.0)
-    return statistics.median(times)
-
-
-def summarise(runs: list[dict], datasets: list[str], info: dict) -> dict:
-    out: dict = {}
-    for spec in datasets:
-        rows = {}
-        for name in TUNERS:
-            mine = [r for r in runs if (r["dataset"], r["tuner"]) == (spec, name)]
-            if not mine:
-                continue
-            row = {f"best@{b}": statistics.median(r["curve"][b - 1] for r in mine) for b in BUDGETS}
-            row["seconds"] = statistics.median(r["seconds"] for r in mine)
-            for target in TARGET_FRACTIONS:
-                reach = statistics.median(to_reach(r["curve"], target) for r in mine)
-                row[reach_key(target)] = None if math.isinf(reach) else reach
-            rows[name] = row
-        if rows:
-            out[spec_name(spec)] = {**info[spec], "tuners": rows}
-    return out
+def summarise(runs: list[dict], datasets: list[str], tuners: list[str], missing: dict) -> list:
+    """One row per dataset x tuner."""
+    rows = []
+    for dataset in datasets:
+        for name in tuners:
+            clean = [
+                r for r in runs if (r["dataset"], r["tuner"], r["noise"]) == (dataset, name, 0)
+            ]
+            noisy = [
+                r for r in runs if (r["dataset"], r["tuner"]) == (dataset, name) and r["noise"]
+            ]
+            row: dict = {"dataset": dataset, "tuner": name, "seeds": len(clean)}
+            if name in missing:
+                row["not_installed"] = missing[name]
+            if clean:
+                for b in BUDGETS:
+                    row[f"best_at_{b}"] = statistics.median(r["curve"][b - 1] for r in clean)
+                row["evals_to_5pct"] = median_or_none(to_reach(r["curve"], 0.95) for r in clean)
+                row["evals_to_1pct"] = median_or_none(to_reach(r["curve"], 0.99) for r in clean)
+                row["exact_share"] = sum(r["curve"][-1] >= EXACT for r in clean) / len(clean)
+                row["ask_seconds_100obs"] = statistics.median(
+                    statistics.mean(r["ask_seconds"][i] for i in TIMED_ASKS) for r in clean
+                )
+            row["noisy_seeds"] = len(noisy)
+            for at in RECOMMEND_AT:
+                values = [r["recommended"][str(at)] for r in noisy]
+                row[f"noisy_true_at_{at}"] = statistics.median(values) if values else None
+            rows.append(row)
+    return rows
 
 
-def reach_cell(row: dict, target: float) -> str:
-    """A table cell: the evaluations, ">100" when the median run never got there, "-" for an
-    entry of an older run that did not record this target."""
-    if reach_key(target) not in row:
-        return "-"
-    reach = row[reach_key(target)]
-    return f">{max(BUDGETS)}" if reach is None else f"{reach:g}"
+def rank_value(row: dict | None, key: str) -> float:
+    """Evaluations to a mark, with "not reached" and "not run" ranked last."""
+    if row is None or row.get(key) is None:
+        return math.inf
+    return row[key]
 
 
-def markdown(summary: dict, seeds: int) -> str:
-    lines = [
-        f"Median over {seeds} seeds: best value found as a fraction of the dataset's optimum "
-        f"after 10/30/100 evaluations, and evaluations needed to reach "
-        + " and ".join(f"{t:.0%}" for t in TARGET_FRACTIONS)
-        + ".",
-        "",
-        "| dataset | tuner | @10 | @30 | @100 | "
-        + " | ".join(f"evals to {t:.0%}" for t in TARGET_FRACTIONS)
-        + " |",
-        "| --- | --- | --- | --- | --- |" + " --- |" * len(TARGET_FRACTIONS),
-    ]
-    for name, data in summary.items():
-        label = f"{name} ({data['configs']} configs{', nearest' if data['nearest'] else ''})"
-        for tuner, row in data["tuners"].items():
-            reach_text = " | ".join(reach_cell(row, t) for t in TARGET_FRACTIONS)
-            lines.append(
-                f"| {label} | {tuner} | {row['best@10']:.3f} | {row['best@30']:.3f} | "
-                f"{row['best@100']:.3f} | {reach_text} |"
+def default_check(rows: list[dict], default: str) -> dict:
+    """The default tuner against every peer that ran (module doc)."""
+    by = {(r["dataset"], r["tuner"]): r for r in rows if r.get("seeds")}
+    datasets = sorted({d for d, _ in by}, key=[r["dataset"] for r in rows].index)
+    wins, within, noisy_ok, notes = 0, 0, 0, []
+    compared = 0
+    for dataset in datasets:
+        mine = by.get((dataset, default))
+        peers = [r for (d, t), r in by.items() if d == dataset and t != default]
+        if mine is None or not peers:
+            continue
+        compared += 1
+        own = rank_value(mine, "evals_to_1pct")
+        best_peer = min(peers, key=lambda r: rank_value(r, "evals_to_1pct"))
+        peer_best = rank_value(best_peer, "evals_to_1pct")
+        if own <= peer_best:
+            wins += 1
+        if own <= 1.5 * peer_best or (math.isinf(own) and math.isinf(peer_best)):
+            within += 1
+        else:
+            notes.append(
+                f"{dataset}: {own:g} evaluations to 1% against {best_peer['tuner']}'s {peer_best:g}"
             )
-            label = ""
+        ok = True
+        for at in RECOMMEND_AT:
+            key = f"noisy_true_at_{at}"
+            top = max(
+                (r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None
+            )
+            if mine.get(key) is not None and top is not None and mine[key] < top[key]:
+                ok = False
+                notes.append(
+                    f"{dataset}: noisy recommendation at {at} {mine[key]:.3f} "
+                    f"against {top['tuner']}'s {top[key]:.3f}"
+                )
+        noisy_ok += ok
+    return {
+        "default_tuner": default,
+        "datasets": compared,
+        "fewest_evals_to_1pct": wins,
+        "within_1_5x_of_best_peer": within,
+        "noisy_best_or_tied": noisy_ok,
+        "met": compared > 0
+        and wins >= math.ceil(2 * compared / 3)
+        and within == compared
+        and noisy_ok == compared,
+        "misses": notes,
+    }
+
+
+def cell(value: float | None, fmt: str = "{:.3f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def markdown(rows: list[dict], seeds: int, noise: float) -> str:
+    lines = [
+        f"Median over {seeds} seeds. Noise-free: best found as a fraction of the optimum after "
+        "10/30/100 evaluations, evaluations to within 5% and 1% (- not reached in 100), share "
+        f"of seeds that found the optimum. Noisy ({noise:.0%} relative SD): true value of the "
+        "recommendation after 30 and 100 evaluations. s/ask: seconds per proposal at about "
+        "100 observations.",
+        "",
+        "| dataset | tuner | @10 | @30 | @100 | to 5% | to 1% | optimum | noisy @30 | noisy @100 "
+        "| s/ask |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    label = None
+    for row in rows:
+        name = row["dataset"] if row["dataset"] != label else ""
+        label = row["dataset"]
+        if "not_installed" in row and not row["seeds"]:
+            lines.append(f"| {name} | {row['tuner']} | not installed: {row['not_installed']} |")
+            continue
+        if not row["seeds"]:
+            continue
+        lines.append(
+            f"| {name} | {row['tuner']} | {cell(row['best_at_10'])} | {cell(row['best_at_30'])} "
+            f"| {cell(row['best_at_100'])} | {cell(row['evals_to_5pct'], '{:g}')} "
+            f"| {cell(row['evals_to_1pct'], '{:g}')} | {row['exact_share']:.0%} "
+            f"| {cell(row['noisy_true_at_30'])} | {cell(row['noisy_true_at_100'])} "
+            f"| {row['ask_seconds_100obs']:.2f} |"
+        )
     return "\n".join(lines)
 
 
+def finished(path: Path) -> list[dict]:
+    """The campaigns a previous run finished (a torn last line is dropped)."""
+    if not path.exists():
+        return []
+    runs = []
+    for line in path.read_text().splitlines():
+        try:
+            runs.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return runs
+
+
+def peer_status(tuners: list[str]) -> dict[str, str]:
+    """The peers that cannot run here, with the reason (installed on first use)."""
+    missing = {}
+    for name in tuners:
+        if name in PEERS:
+            from peer_tuners import ensure_peer_venv
+
+            python = ensure_peer_venv(name)
+            if not isinstance(python, Path):
+                missing[name] = str(python)
+    return missing
+
+
 def main() -> None:
+    from stortune.tuners import DEFAULT_TUNER
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("datasets", nargs="*", help="extra dataset specs PATH[@WORKLOAD]")
-    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--arff", action="store_true", help="add BestConfig's ARFF samples")
+    parser.add_argument("--noise", type=float, default=NOISE, help="relative SD of the replay")
     parser.add_argument("--tuners", default=",".join(TUNERS), help="comma-separated subset")
+    parser.add_argument("--fresh", action="store_true", help="forget the finished campaigns")
     add_only_option(parser)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    TUNERS[:] = args.tuners.split(",")
-    datasets = [str(p) for p in DEFAULT_DATASETS if p.exists()] + own_specs()
-    datasets += [str(s) for s in args.datasets]
-    if args.arff:
-        datasets += [str(p) for p in sorted((SHARED / "bestconf-samples").glob("*.arff"))]
-    datasets = select(datasets, only_patterns(args.only))
+    tuners = args.tuners.split(",")
+    datasets = [str(SHARED / f"{n}.csv") for n in MOOT if (SHARED / f"{n}.csv").exists()]
+    datasets = select(datasets + own_specs() + list(args.datasets), only_patterns(args.only))
     if not datasets:
         sys.exit("no dataset found (../shared/datasets missing, and none given)")
+    missing = peer_status(tuners)
+    runnable = [t for t in tuners if t not in missing]
+    runs_file = args.out.with_name(RUNS.name) if args.out != RESULTS else RUNS
+    runs_file.parent.mkdir(parents=True, exist_ok=True)
+    if args.fresh and runs_file.exists():
+        runs_file.unlink()
+    runs = finished(runs_file)
+    done = {(r["dataset"], r["tuner"], r["seed"], r["noise"]) for r in runs}
+    jobs = [  # seed by seed, so that an interrupted run has every cell at about as many seeds
+        (spec, name, seed, noise)
+        for seed in range(args.seeds)
+        for spec in datasets
+        for name in runnable
+        for noise in (0.0, args.noise)
+        if (spec_name(spec), name, seed, noise) not in done
+    ]
+    names = [spec_name(s) for s in datasets]
     info = {}
     for spec in datasets:
-        target, space, metric, direction, nearest = load(spec)
-        info[spec] = {
+        dataset, space, metric, direction, full_grid = load(spec)
+        info[spec_name(spec)] = {
             "path": spec,
             "metric": metric,
             "direction": direction,
             "parameters": len(space),
-            "configs": len(target.configs()),
-            "nearest": nearest,
-            "optimum": target.optimum(metric, direction),
-            "seeds": args.seeds,
+            "configs": int(dataset.frame[dataset.params].drop_duplicates().shape[0]),
+            "protocol": "exact lookup (full grid)" if full_grid else "pool",
         }
-    old = previous(args.out) if args.only else {}
-    result = {
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jobs": args.jobs},
-        "seeds": args.seeds,
-        "budgets": BUDGETS,
-    }
-    if "bo_proposal_seconds_16p_100obs" not in old:
-        result["bo_proposal_seconds_16p_100obs"] = proposal_seconds()
-    update = dict(result, datasets=[spec_name(s) for s in datasets], tuners=list(TUNERS))
-    if old:  # merged: the file's settings and the other datasets' entries stay
-        result = {**result, **old, "updates": [*old.get("updates", []), update]}
+    print(f"{len(jobs)} campaigns to run ({len(done)} finished before)", file=sys.stderr)
     started = time.perf_counter()
-    runs: list[dict] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for spec in datasets:  # results are written after each dataset
-            jobs = [(spec, t, max(BUDGETS), s) for t in TUNERS for s in range(args.seeds)]
-            runs += pool.map(campaign, jobs, chunksize=1)
-            done = summarise(runs, datasets, info)
-            update["wall_seconds"] = time.perf_counter() - started
-            if old:
-                result["datasets"] = {**old.get("datasets", {}), **done}
-            else:
-                result["wall_seconds"] = update["wall_seconds"]
-                result["datasets"] = done
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(markdown(done, args.seeds))
-    seconds = result["bo_proposal_seconds_16p_100obs"]
-    print(f"\nBO proposal at 16 parameters, 100 observations: {seconds:.2f} s")
+
+    def write() -> list[dict]:
+        rows = summarise(runs, names, tuners, missing)
+        for row in rows:
+            row["seeds_asked"] = args.seeds
+        result = {
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jobs": args.jobs},
+            "seeds": args.seeds,
+            "budget": BUDGET,
+            "noise": args.noise,
+            "default_tuner": DEFAULT_TUNER,
+            "check": default_check(rows, DEFAULT_TUNER),
+            "datasets": info,
+            "rows": rows,
+            "wall_seconds_this_run": time.perf_counter() - started,
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+        return rows
+
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool, runs_file.open("a") as log:
+        pending: set[Future] = set()
+        queue = iter(jobs)
+        for job in queue:
+            pending.add(pool.submit(campaign, job))
+            if len(pending) >= 2 * args.jobs:
+                break
+        completed = 0
+        while pending:
+            finished_now, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished_now:
+                try:
+                    run = future.result()
+                except Exception as exc:  # one crashed campaign: say so, keep the others
+                    print(f"a campaign failed: {exc}", file=sys.stderr)
+                    continue
+                runs.append(run)
+                log.write(json.dumps(run) + "\n")
+                log.flush()
+                completed += 1
+                if completed % 20 == 0:
+                    print(f"  {completed}/{len(jobs)} campaigns", file=sys.stderr)
+                    write()
+            for job in queue:
+                pending.add(pool.submit(campaign, job))
+                if len(pending) >= 2 * args.jobs:
+                    break
+    rows = write()
+    print(markdown(rows, args.seeds, args.noise))
+    check = default_check(rows, DEFAULT_TUNER)
+    verdict = "met" if check["met"] else "not met"
+    print(
+        f"\nDefault tuner {DEFAULT_TUNER}: fewest evaluations to 1% on "
+        f"{check['fewest_evals_to_1pct']}/{check['datasets']} datasets, within 1.5x of the best "
+        f"peer on {check['within_1_5x_of_best_peer']}, best noisy recommendation on "
+        f"{check['noisy_best_or_tied']}: {verdict}."
+    )
+    for note in check["misses"]:
+        print(f"  {note}")
 
 
 if __name__ == "__main__":
