@@ -144,3 +144,13 @@ def test_tune_in_pool_mode_measures_only_the_tables_rows(table: Path) -> None:
     with Store(store) as db:
         trials = db.trials(db.campaign("p").id)
     assert len(trials) == 15 and all(config_key(t.config) in inside for t in trials)
+
+
+def test_a_zero_run_gives_no_ratio_and_asks_for_more_measuring() -> None:
+    from stortune.measure.verify import gain
+    from stortune.workflows.recommend import Advice, advise
+
+    measured = gain("latency", "min", [0.015, 0.014, 0.016], [0.0, 0.0, 0.0])
+    assert not measured.known and "gain unknown" in measured.text()
+    advice, why = advise({"best": measured}, "storm")
+    assert advice is Advice.MEASURE_MORE and "no ratio" in why

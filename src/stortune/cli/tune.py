@@ -195,11 +195,12 @@ def register(app: typer.Typer) -> None:
                     reporter=reporter,
                 )
             else:
-                if not space or not objective:
+                if not objective or not (space or targets.kind == "table"):
                     raise StortuneError("a new campaign needs --space and --objective")
-                whole = load_space(space)
+                target = targets.build(load_space(space) if space else None)  # a table infers it
+                whole = target.space
+                assert whole is not None
                 compared = compared_configs(compare, whole)  # a bad file fails before tuning
-                target = targets.build(whole)
                 job = TuneJob(
                     space=whole,
                     target=target,

@@ -63,7 +63,17 @@ class Gain:
         """Whether the interval excludes no change (a gain or a loss beyond the noise)."""
         return self.ci_low > 0 or self.ci_high < 0
 
+    @property
+    def known(self) -> bool:
+        """Whether the gain is a number: a ratio needs every run above 0."""
+        return math.isfinite(self.gain)
+
     def text(self) -> str:
+        if not self.known:
+            return (
+                f"{self.metric}: default {self.default_mean:.6g}, {self.label} "
+                f"{self.best_mean:.6g}: gain unknown, a ratio needs every run above 0"
+            )
         ci = f"{self.confidence:.0%} CI {self.ci_low:+.1%} .. {self.ci_high:+.1%}"
         if not math.isfinite(self.ci_low) or not math.isfinite(self.ci_high):
             ci = "no CI: repeat each config at least twice"

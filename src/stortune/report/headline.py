@@ -81,6 +81,8 @@ def headline(ctx: Context) -> str:
 
 def verdict(gain: Gain, word: str) -> str:
     """What the re-measured gain says: a gain, a loss, or within noise (keep the default)."""
+    if not gain.known:
+        return "gain unknown: a run measured 0 or less, and a ratio needs every run above 0"
     if gain.significant and gain.gain > 0:
         return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip() + ": apply it"
     if gain.significant:

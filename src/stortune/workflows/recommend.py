@@ -100,6 +100,11 @@ def advise(gains: dict[str, Gain], campaign: str) -> tuple[Advice, str]:
         )
     if chosen is not None:
         return Advice.APPLY, f"verified {_ratio(chosen)} the default"
+    if not best.known:
+        return Advice.MEASURE_MORE, (
+            f"a run measured {best.metric} at 0 or less, so no ratio to the default exists; "
+            "compare the runs themselves"
+        )
     noise = "" if best.significant else "within noise: "
     return Advice.KEEP_DEFAULT, f"{noise}the best config found measured {_ratio(best)} the default"
 
