@@ -154,3 +154,16 @@ def test_a_zero_run_gives_no_ratio_and_asks_for_more_measuring() -> None:
     assert not measured.known and "gain unknown" in measured.text()
     advice, why = advise({"best": measured}, "storm")
     assert advice is Advice.MEASURE_MORE and "no ratio" in why
+
+
+def test_bo_models_log_values_when_every_value_is_positive() -> None:
+    from stortune.tuners.base import Observation
+    from stortune.tuners.bo import model_scores
+
+    history = [Observation({}, 10.0), Observation({}, 1000.0), Observation({}, None)]
+    # minimised: larger is better after the sign; the failed run counts as the worst seen
+    assert model_scores(history, "min") == pytest.approx(
+        [-np.log(10), -np.log(1000), -np.log(1000)]
+    )
+    with_zero = [Observation({}, 0.0), Observation({}, 5.0)]
+    assert model_scores(with_zero, "max") == pytest.approx([0.0, 5.0])

@@ -11,11 +11,12 @@ dynamic bounds (3.2, Fig. 4).
 * Acquisition: noisy expected improvement (qLogNEI), which integrates over the noise at the
   observed points instead of trusting the best noisy value.
 * Optimising it: over a candidate set of *valid, decoded* configs (uniform draws, plus
-  neighbours of the best observations and then of the best candidates). Rounding, conditions and
-  constraints are applied before the acquisition sees a point, so a proposal is always valid and
-  is scored at the value that will really be run.
+  neighbours of the best observations and then of the best candidates; a neighbour moves a few
+  parameters, redrawing those with few values, which a small step would never change). Rounding,
+  conditions and constraints are applied before the acquisition sees a point, so a proposal is
+  always valid and is scored at the value that will really be run.
 * On a pool (a measured table's rows, `pool`): the candidates are unmeasured rows, a seeded
-  draw of them plus the rows nearest to the neighbours of the best observations; the initial
+  draw of them plus the rows nearest to the best observations and to their neighbours; the initial
   design is moved to the nearest rows, and the random proposals are random rows.
 * Start: the default config and a Latin hypercube (`common.initial_design`). After that, every
   fifth proposal is a uniformly drawn valid config, as SMAC interleaves random ones: a GP that
@@ -27,6 +28,7 @@ dynamic bounds (3.2, Fig. 4).
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -44,7 +46,7 @@ from scipy.spatial import cKDTree
 
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Space
-from stortune.tuners.base import Tuner
+from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.bounds import GrowableSpace
 from stortune.tuners.common import config_at, initial_design, initial_size, random_valid, scores
 from stortune.tuners.pool import Pool
@@ -62,6 +64,8 @@ SCALES = (0.02, 0.05, 0.1, 0.2)
 RANDOM_EVERY = 5
 POOL_DRAWS = 2000  # pool rows scored per proposal, besides those near the best observations
 POOL_NEAREST = 3  # rows taken near each neighbour point
+POOL_LOCAL = 50  # rows taken nearest to each of the best observations
+FEW_LEVELS = 4  # parameters with at most this many values are redrawn, not stepped
 
 
 class BOTuner(Tuner):
@@ -144,7 +148,7 @@ class BOTuner(Tuner):
         if len({config_key(o.config) for o in told}) < 3 or not free:
             return super().recommend()
         encoded = np.clip([space.encode(o.config) for o in self.history], 0.0, 1.0)
-        y = scores(self.history, self.direction)
+        y = model_scores(self.history, self.direction)
         with torch.random.fork_rng(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.manual_seed(self.seed * 100_003 + len(self.history))
@@ -160,7 +164,7 @@ class BOTuner(Tuner):
         space = self.search_space
         free = free_indices(space)
         encoded = np.clip([space.encode(o.config) for o in self.history], 0.0, 1.0)
-        y = scores(self.history, self.direction)
+        y = model_scores(self.history, self.direction)
         with torch.random.fork_rng(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # jitter notices from near-duplicate points
             torch.manual_seed(self.seed * 100_003 + len(self.history))
@@ -218,19 +222,21 @@ class BOTuner(Tuner):
         """The best unseen valid candidate: uniform draws and neighbours of the best observed
         points, then neighbours of the best candidates."""
         rng = self._rng()
-        categorical = np.array([p.kind is Kind.CATEGORICAL for p in space.parameters])
+        redrawn = np.array(  # a Gaussian step seldom changes a value of so few levels
+            [p.kind is Kind.CATEGORICAL or p.cardinality <= FEW_LEVELS for p in space.parameters]
+        )
         starts = encoded[np.argsort(-y)[:TOP_OBSERVED]]
         if self.pool is not None:
-            return self._maximise_over_pool(acquisition, free, categorical, starts, rng)
+            return self._maximise_over_pool(acquisition, free, redrawn, starts, rng)
         raw = [rng.random((RANDOM_CANDIDATES, len(space)))]
-        raw += [_neighbours(s, NEIGHBOURS, free, categorical, rng) for s in starts]
+        raw += [_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts]
         configs, points = _decode(space, np.vstack(raw))
         if not configs:
             config = random_valid(space, rng, self._seen)
             return config, space.encode(config)
         values = _evaluate(acquisition, points[:, free])
         best = points[np.argsort(-values)[:REFINE]]
-        raw = [_neighbours(s, NEIGHBOURS // 2, free, categorical, rng) for s in best]
+        raw = [_neighbours(s, NEIGHBOURS // 2, free, redrawn, rng) for s in best]
         more_configs, more_points = _decode(space, np.vstack(raw))
         if more_configs:
             configs += more_configs
@@ -246,23 +252,22 @@ class BOTuner(Tuner):
         self,
         acquisition: Any,
         free: list[int],
-        categorical: np.ndarray,
+        redrawn: np.ndarray,
         starts: np.ndarray,
         rng: np.random.Generator,
     ) -> tuple[Config, np.ndarray]:
         """The unmeasured pool row the acquisition likes best, among a seeded draw of the open
-        rows and the open rows nearest to neighbours of the best observations."""
+        rows, the rows nearest to the best observations (a local search the draw would
+        miss) and the rows nearest to their neighbours."""
         assert self.pool is not None
         rows = self.pool.open_rows()
         drawn = rows if len(rows) <= POOL_DRAWS else rng.choice(rows, POOL_DRAWS, replace=False)
         if self._tree is None:
             self._tree = cKDTree(self.pool.points)
-        near_points = np.vstack(
-            [_neighbours(s, NEIGHBOURS, free, categorical, rng) for s in starts]
-        )
-        k = min(POOL_NEAREST, len(self.pool))
-        _, near = self._tree.query(near_points, k=k)
-        candidates = np.union1d(drawn, np.asarray(near).ravel())
+        near_points = np.vstack([_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts])
+        _, near = self._tree.query(near_points, k=min(POOL_NEAREST, len(self.pool)))
+        _, local = self._tree.query(starts, k=min(POOL_LOCAL, len(self.pool)))
+        candidates = np.union1d(drawn, np.concatenate([np.ravel(near), np.ravel(local)]))
         candidates = candidates[self.pool.open_mask[candidates]]
         points = self.pool.points[candidates]
         values = _evaluate(acquisition, points[:, free])
@@ -270,15 +275,28 @@ class BOTuner(Tuner):
         return dict(self.pool.configs[best]), self.pool.points[best]
 
 
+def model_scores(history: Sequence[Observation], direction: str) -> np.ndarray:
+    """What the GP models: log values when every value is positive (performance varies by
+    factors, and a few very slow configs would otherwise set the GP's scale and flatten the
+    differences among the good ones), else the values; larger is better."""
+    told = [o.value for o in history if o.value is not None]
+    if not told or min(told) <= 0:
+        return scores(history, direction)
+    logged = [
+        Observation(o.config, None if o.value is None else math.log(o.value)) for o in history
+    ]
+    return scores(logged, direction)
+
+
 def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a, dtype=float), dtype=torch.double)
 
 
 def _neighbours(
-    start: np.ndarray, n: int, free: list[int], categorical: np.ndarray, rng: np.random.Generator
+    start: np.ndarray, n: int, free: list[int], redrawn: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """`n` points near `start`: a few free coordinates moved by Gaussian steps of a random
-    scale (categorical ones redrawn uniformly)."""
+    scale (those marked `redrawn`, categorical or of few levels, drawn anew uniformly)."""
     points = np.repeat(start[None, :], n, axis=0)
     free_arr = np.array(free)
     share = max(1.0 / len(free), 0.2)
@@ -287,7 +305,7 @@ def _neighbours(
     scale = rng.choice(SCALES, size=(n, 1))
     step = rng.normal(size=(n, len(free))) * scale
     block = points[:, free_arr] + np.where(moved, step, 0.0)
-    redraw = moved & categorical[free_arr][None, :]
+    redraw = moved & redrawn[free_arr][None, :]
     block[redraw] = rng.random(int(redraw.sum()))
     points[:, free_arr] = np.clip(block, 0.0, 1.0)
     return points
