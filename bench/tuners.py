@@ -124,7 +124,7 @@ def campaign(job: tuple[str, str, int, float]) -> dict:
     _, _, metric, direction, _ = load(spec)
     target = make_target(spec, noise, seed)
     optimum = target.optimum(metric, direction)
-    tuner = make_campaign_tuner(name, spec, seed, target.pool())
+    tuner = make_campaign_tuner(name, spec, seed, target.tuning_pool())
     curve: list[float] = []
     asks: list[float] = []
     recommended: dict[str, float] = {}

@@ -60,7 +60,7 @@ def target(path: Path, **settings: object) -> TableTarget:
 @pytest.mark.parametrize("name", ["bo", "flash", "random", "lhs", "bestconfig", "ddpg", "tpe"])
 def test_every_tuner_proposes_only_unmeasured_pool_rows(table: Path, name: str) -> None:
     replay = target(table, pool=True)
-    rows = replay.pool()
+    rows = replay.tuning_pool()
     assert rows is not None and len(rows) == 60
     tuner = make_tuner(name, SPACE, "max", seed=2, budget=20, pool=rows)
     keys = {config_key(r) for r in rows}

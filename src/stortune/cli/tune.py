@@ -197,8 +197,9 @@ def register(app: typer.Typer) -> None:
             else:
                 if not objective or not (space or targets.kind == "table"):
                     raise StortuneError("a new campaign needs --space and --objective")
-                target = targets.build(load_space(space) if space else None)  # a table infers it
-                whole = target.space
+                given = load_space(space) if space else None  # a table infers its own
+                target = targets.build(given)
+                whole = given or target.space
                 assert whole is not None
                 compared = compared_configs(compare, whole)  # a bad file fails before tuning
                 job = TuneJob(

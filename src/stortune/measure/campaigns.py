@@ -130,7 +130,7 @@ def open_campaign(
             log.objective.direction,
             campaign.seed,
             tune.budget,
-            pool=pool_within(space, target.pool()),
+            pool=pool_within(space, target.tuning_pool()),
         )
         plan = TunePlan(log, workloads, space, tuner, tune)
         seconds = tune.seconds

@@ -232,7 +232,7 @@ class Target(ABC):
             self.check_workload(workload)
         return built
 
-    def pool(self) -> list[Config] | None:
+    def tuning_pool(self) -> list[Config] | None:
         """The only configs this target can run, when tuners must choose among them (a table
         in pool mode); None for targets that run any valid config."""
         return None

@@ -9,7 +9,7 @@ workload (`RowsWorkload`): by default all of them, combined as a real campaign o
 workloads would be. This lets tuners and rankings be tested in seconds on data measured once.
 
 Two options make a replay a fair test of tuners. `pool`: tuners choose among the dataset's
-configs only (`pool()`; the protocol of FLASH and PromiseTune on tables that are not full
+configs only (`tuning_pool()`; the protocol of FLASH and PromiseTune on tables that are not full
 grids), and a config outside it is refused. `noise`: every replayed run is multiplied by seeded
 log-normal noise of that relative standard deviation, a fresh draw each time a config is run
 again, so a tuner meets the noise a real system has while `true_value` still knows the
@@ -156,7 +156,7 @@ class TableTarget(Target):
             )
         return super().workloads(names or self.workload_names, runtime)
 
-    def pool(self) -> list[Config] | None:
+    def tuning_pool(self) -> list[Config] | None:
         """The dataset's configs when tuning is held to them (`--pool`), else None."""
         return self.configs() if self.settings.pool else None
 

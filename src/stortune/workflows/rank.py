@@ -124,7 +124,7 @@ def sample_space(
         {**settings.to_dict(), **rules.to_dict()}, tuner="lhs", seed=seed,
     )  # fmt: skip
     log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
-    pool = pool_within(space, target.pool())
+    pool = pool_within(space, target.tuning_pool())
     tuner = make_tuner("lhs", space, objective.direction, seed, configs, pool=pool)
     plan = TunePlan(log, workloads, space, tuner, settings)
     return run_measuring(Measuring(log, plan, target, rules), reporter, f"sampling {name}")

@@ -121,7 +121,7 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
         job.objective.direction,
         job.seed,
         job.settings.budget,
-        pool=pool_within(tuned_space, job.target.pool()),
+        pool=pool_within(tuned_space, job.target.tuning_pool()),
     )
     plan = TunePlan(log, job.workloads, tuned_space, tuner, job.settings)
     measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)
