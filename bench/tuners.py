@@ -392,10 +392,15 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool, runs_file.open("a") as log:
         pending: set[Future] = set()
         queue = iter(jobs)
-        for job in queue:
-            pending.add(pool.submit(campaign, job))
-            if len(pending) >= 2 * args.jobs:
-                break
+
+        def top_up() -> None:
+            """Keep two campaigns per worker queued: an interrupt then waits for few."""
+            for job in queue:
+                pending.add(pool.submit(campaign, job))
+                if len(pending) >= 2 * args.jobs:
+                    return
+
+        top_up()
         completed = 0
         while pending:
             finished_now, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -412,10 +417,7 @@ def main() -> None:
                 if completed % 20 == 0:
                     print(f"  {completed}/{len(jobs)} campaigns", file=sys.stderr)
                     write()
-            for job in queue:
-                pending.add(pool.submit(campaign, job))
-                if len(pending) >= 2 * args.jobs:
-                    break
+            top_up()
     rows = write()
     print(markdown(rows, args.seeds, args.noise))
     check = default_check(rows, DEFAULT_TUNER)

@@ -189,8 +189,13 @@ class TableTarget(Target):
     def venue(self, workload: Workload) -> Venue:
         return Venue(lookup=self._row)
 
+    @property
+    def _every_run(self) -> str:
+        """The workload key under which a config's rows of every workload are listed."""
+        return ANY_WORKLOAD if self.workload_names else NO_WORKLOAD
+
     def measure(self, timeout: float | None = None, repetition: int = 0) -> Measurement:
-        return self._row(ANY_WORKLOAD if self.workload_names else NO_WORKLOAD, repetition)
+        return self._row(self._every_run, repetition)
 
     def _row(self, workload: str, repetition: int) -> Measurement:
         if self._current is None:
@@ -227,7 +232,7 @@ class TableTarget(Target):
         assert self.space is not None
         metric = metric or self.dataset.metrics[0]
         key = config_key(self.space.validate(config))
-        rows = self._rows.get((key, ANY_WORKLOAD if self.workload_names else NO_WORKLOAD))
+        rows = self._rows.get((key, self._every_run))
         if not rows:
             raise TargetError(f"config not in the dataset {self.dataset.source}")
         return float(np.nanmean(self.dataset.frame[metric].to_numpy(dtype=float)[rows]))

@@ -14,6 +14,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from statistics import fmean
 
 from stortune.enums import Direction
 from stortune.sampling import config_key
@@ -59,17 +60,14 @@ class Tuner(ABC):
 
     def recommend(self) -> Config | None:
         """The config to recommend: the best mean value over repeated observations."""
-        sums: dict[str, list] = {}
+        runs: dict[str, list[Observation]] = {}
         for obs in self.history:
             if obs.value is not None:
-                entry = sums.setdefault(config_key(obs.config), [obs.config, 0.0, 0])
-                entry[1] += obs.value
-                entry[2] += 1
-        best: tuple[Config, float] | None = None
-        for config, total, count in sums.values():
-            if best is None or self.better(total / count, best[1]):
-                best = (config, total / count)
-        return None if best is None else dict(best[0])
+                runs.setdefault(config_key(obs.config), []).append(obs)
+        if not runs:
+            return None
+        best = max(runs.values(), key=lambda o: self.direction.sign * fmean(x.value for x in o))
+        return dict(best[0].config)
 
     def observe_state(self, state: Mapping[str, float]) -> None:  # noqa: B027
         """The target's system metrics after a config was measured, given just before that

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,6 @@ from botorch.models import MixedSingleTaskGP, SingleTaskGP
 from botorch.models.transforms import Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from scipy.spatial import cKDTree
 
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Space
@@ -85,7 +84,6 @@ class BOTuner(Tuner):
     ) -> None:
         super().__init__(space, direction, seed, budget)
         self.pool = None if pool is None else Pool(space, pool)
-        self._tree: cKDTree | None = None
         self.bounds = GrowableSpace(space)
         self.n_init = n_init or initial_size(budget, high=8)
         self._design: list[Config] | None = None
@@ -143,24 +141,19 @@ class BOTuner(Tuner):
         """The observed config with the best posterior mean: the GP's learned noise discounts
         a single lucky run, which the best observed value would crown."""
         told = [o for o in self.history if o.value is not None]
-        space = self.search_space
-        free = free_indices(space)
+        free = free_indices(self.search_space)
         if len({config_key(o.config) for o in told}) < 3 or not free:
             return super().recommend()
-        encoded = np.clip([space.encode(o.config) for o in self.history], 0.0, 1.0)
-        y = model_scores(self.history, self.direction)
-        with torch.random.fork_rng(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.manual_seed(self.seed * 100_003 + len(self.history))
-            model = self._fit(space, free, encoded[:, free], y)
-            with torch.no_grad():
-                mean = model.posterior(_tensor(encoded[:, free])).mean.squeeze(-1).numpy()
+        with self._fitted() as (model, encoded, _), torch.no_grad():
+            mean = model.posterior(_tensor(encoded[:, free])).mean.squeeze(-1).numpy()
         ok = np.array([o.value is not None for o in self.history])
         best = int(np.flatnonzero(ok)[np.argmax(mean[ok])])
         return dict(self.history[best].config)
 
-    # ---- a model-based proposal -----------------------------------------------------------
-    def _propose(self) -> Config:
+    @contextlib.contextmanager
+    def _fitted(self) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+        """The GP fitted to the history, the history's encoding and scores, inside a torch
+        random state seeded by the step (what is drawn in it repeats on a replay)."""
         space = self.search_space
         free = free_indices(space)
         encoded = np.clip([space.encode(o.config) for o in self.history], 0.0, 1.0)
@@ -168,10 +161,17 @@ class BOTuner(Tuner):
         with torch.random.fork_rng(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # jitter notices from near-duplicate points
             torch.manual_seed(self.seed * 100_003 + len(self.history))
-            model = self._fit(space, free, encoded[:, free], y)
+            yield self._fit(space, free, encoded[:, free], y), encoded, y
+
+    # ---- a model-based proposal -----------------------------------------------------------
+    def _propose(self) -> Config:
+        space = self.search_space
+        free = free_indices(space)
+        with self._fitted() as (model, encoded, y):
+            x = encoded[:, free]
             acquisition = qLogNoisyExpectedImprovement(
                 model,
-                X_baseline=_tensor(encoded[:, free]),
+                X_baseline=_tensor(x),
                 sampler=SobolQMCNormalSampler(torch.Size([MC_SAMPLES])),
                 prune_baseline=True,
                 cache_root=True,
@@ -179,7 +179,7 @@ class BOTuner(Tuner):
             config, point = self._maximise(acquisition, space, free, encoded, y)
             with torch.no_grad():
                 mean = model.posterior(_tensor(point[free][None, :])).mean.item()
-                incumbent = model.posterior(_tensor(encoded[:, free])).mean.max().item()
+                incumbent = model.posterior(_tensor(x)).mean.max().item()
         if mean >= incumbent:  # the model expects the edge to be good: look beyond it
             self.bounds.widen_near(config)
         return config
@@ -262,12 +262,10 @@ class BOTuner(Tuner):
         assert self.pool is not None
         rows = self.pool.open_rows()
         drawn = rows if len(rows) <= POOL_DRAWS else rng.choice(rows, POOL_DRAWS, replace=False)
-        if self._tree is None:
-            self._tree = cKDTree(self.pool.points)
         near_points = np.vstack([_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts])
-        _, near = self._tree.query(near_points, k=min(POOL_NEAREST, len(self.pool)))
-        _, local = self._tree.query(starts, k=min(POOL_LOCAL, len(self.pool)))
-        candidates = np.union1d(drawn, np.concatenate([np.ravel(near), np.ravel(local)]))
+        near = self.pool.nearest(near_points, POOL_NEAREST)
+        local = self.pool.nearest(starts, POOL_LOCAL)
+        candidates = np.union1d(drawn, np.concatenate([near, local]))
         candidates = candidates[self.pool.open_mask[candidates]]
         points = self.pool.points[candidates]
         values = _evaluate(acquisition, points[:, free])

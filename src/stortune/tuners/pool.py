@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from stortune.errors import ConfigError, StortuneError
 from stortune.sampling import config_key
@@ -33,6 +34,7 @@ class Pool:
         self.points = np.array([space.encode(c) for c in self.configs])
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._open = np.ones(len(self.keys), dtype=bool)
+        self._tree: cKDTree | None = None  # built on the first nearest-rows query
 
     def __len__(self) -> int:
         return len(self.configs)
@@ -65,6 +67,13 @@ class Pool:
     def random_open(self, rng: np.random.Generator) -> Config:
         rows = self.open_rows()
         return dict(self.configs[int(rows[rng.integers(len(rows))])])
+
+    def nearest(self, points: np.ndarray, k: int) -> np.ndarray:
+        """Indices of the `k` configs nearest to each of `points`, measured or not."""
+        if self._tree is None:
+            self._tree = cKDTree(self.points)
+        _, rows = self._tree.query(points, k=min(k, len(self)))
+        return np.ravel(rows)
 
     def nearest_open(self, config: Mapping) -> Config:
         """The config itself when it is an open row, else the open row nearest to it."""
