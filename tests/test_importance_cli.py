@@ -44,6 +44,18 @@ def test_rank_carver_json(app: typer.Typer, csv: Path) -> None:
     assert data["method"] == "carver" and data["direction"] == "max"
     assert data["selected"][:2] == list(STRONG)
     assert data["stop"] == "top-n"
+    assert data["correction"] == "levels"
+
+
+def test_uncorrected_pi_is_an_option_and_is_recorded(app: typer.Typer, csv: Path) -> None:
+    args = ["--pi-correction", "none", "--json"]
+    ranked = json.loads(invoke(app, "rank", "--from", str(csv), "--stop", "top-n", *args))
+    assert ranked["correction"] == "none" and ranked["selected"][:2] == list(STRONG)
+    study = json.loads(invoke(app, "rank-study", str(csv), "--fractions", "0.1", *args))
+    assert study["method"] == "carver" and study["correction"] == "none"
+    assert "PI/CPI uncorrected" in invoke(
+        app, "rank", "--from", str(csv), "--pi-correction", "none"
+    )
 
 
 def test_rank_lasso_table_and_plots(app: typer.Typer, csv: Path, tmp_path: Path) -> None:
@@ -103,6 +115,8 @@ def test_rank_study_json_and_plot(app: typer.Typer, csv: Path, tmp_path: Path) -
         ["rank", "--from", "{csv}", "--method", "forest"],
         ["rank", "--from", "{csv}", "--method", "lasso", "--stop", "rsd"],
         ["rank", "--from", "{csv}", "--stop", "never"],
+        ["rank", "--from", "{csv}", "--method", "lasso", "--pi-correction", "none"],
+        ["rank-study", "{csv}", "--method", "lasso", "--pi-correction", "levels"],
         ["rank", "--from", "{csv}", "--metric", "latency"],
         ["rank-study", "{csv}", "--fractions", "0.1,two"],
         ["rank-study", "{csv}", "--fractions", "2"],

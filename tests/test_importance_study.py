@@ -85,7 +85,33 @@ def test_ties_are_broken_at_random_not_by_column_order() -> None:
     # find "b" (first column, the full-data pick) about half the time, not always.
     rng = np.random.default_rng(8)
     a = rng.integers(0, 2, 400)
-    frame = pd.DataFrame({"b": 1 - a, "a": a, "y": 10.0 * a + rng.normal(0, 1, 400)})
+    noise = rng.uniform(0, 1, 400)  # a null parameter, so that the 400 rows stay distinct
+    frame = pd.DataFrame({"b": 1 - a, "a": a, "x": noise, "y": 10.0 * a + rng.normal(0, 1, 400)})
     study = subsample_study(from_frame(frame, metrics=["y"]), [0.5], trials=400, depth=1)
     assert study.truth == ["b"]
     assert 0.35 < study.success()[0, 0] < 0.65
+
+
+def test_a_strong_binary_parameter_beats_a_null_8_level_one_on_26_rows() -> None:
+    # Uncorrected, 8 levels explain 7/25 of 26 rows' variance by chance, a binary split 1/25:
+    # the null parameter often outranks a binary one that shifts the mean by 1.75 noise SD.
+    rng = np.random.default_rng(0)
+    n = 4000
+    flag = rng.choice(["off", "on"], n)
+    frame = pd.DataFrame(
+        {
+            "level8": rng.choice([f"l{i}" for i in range(8)], n),
+            "flag": flag,
+            "x": rng.uniform(0, 1, n),  # a null continuous parameter (4 bins)
+            "y": 1.75 * (flag == "on") + rng.normal(0, 1, n),
+        }
+    )
+    data = from_frame(frame, metrics=["y"])
+    corrected = subsample_study(data, [26 / n], trials=1000, depth=1)
+    raw = subsample_study(data, [26 / n], trials=1000, depth=1, correction="none")
+    assert corrected.truth == raw.truth == ["flag"]
+    assert corrected.sizes == [26] and corrected.correction == "levels"
+    assert corrected.success()[0, 0] >= 0.95
+    assert raw.success()[0, 0] <= 0.9
+    assert np.mean(raw.rankings[0][:, 0] == 0) >= 0.08  # the 8-level null parameter
+    assert np.mean(corrected.rankings[0][:, 0] == 0) <= 0.04

@@ -29,7 +29,7 @@ from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import check_achieved
 from stortune.datasets import Dataset
 from stortune.enums import Direction
-from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD
+from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, PiCorrection
 from stortune.importance.common import RankError
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
@@ -54,6 +54,17 @@ MetricOption = typer.Option(None, "--metric", help="Metric to rank for (default:
 BinsOption = typer.Option(
     DEFAULT_BINS, "--bins", help="Quantile bins for a numeric parameter with more distinct values."
 )
+CorrectionOption = typer.Option(
+    None,
+    "--pi-correction",
+    help="Carver: levels (default) takes off PI/CPI the variance a split by k levels of n rows "
+    "removes by chance, (k-1)/(n-1) of it; none: PI/CPI as published, which favour "
+    "many-level parameters on small samples.",
+)
+CORRECTION_TEXT = {
+    PiCorrection.LEVELS: "less the share its levels explain by chance",
+    PiCorrection.NONE: "uncorrected",
+}
 
 
 def resolve_dataset(
@@ -177,6 +188,7 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(None, "--top", help="At most this many parameters (top-n: 3)."),
         rsd: float = typer.Option(DEFAULT_RSD, "--rsd", help="RSD threshold of --stop rsd."),
         bins: int = BinsOption,
+        correction: PiCorrection = CorrectionOption,
         plots: Path = typer.Option(None, "--plots", help="Write PNG and SVG figures here."),
         raw: bool = RawOption,
         store: str = StoreOption,
@@ -218,7 +230,7 @@ def register(app: typer.Typer) -> None:
             )
             workload = None
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
-        result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins)
+        result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins, correction)
         written = importance.write_plots(dataset, result, plots) if plots else []
         if json_out:
             print_json(result.to_dict() | {"plots": [str(p) for p in written]})
@@ -266,6 +278,7 @@ def register(app: typer.Typer) -> None:
         metric: str = MetricOption,
         depth: int = typer.Option(3, "--depth", help="Ranks to check (1st, 2nd, ...)."),
         bins: int = BinsOption,
+        correction: PiCorrection = CorrectionOption,
         seed: int = typer.Option(0, "--seed", help="Seed of the subsets."),
         plot: Path = typer.Option(None, "--plot", help="Write the success curves (PNG + SVG)."),
         workload: str = WorkloadFilterOption,
@@ -280,9 +293,19 @@ def register(app: typer.Typer) -> None:
         """
         if depth < 1:
             raise RankError(f"--depth must be at least 1 (got {depth})")
+        if correction is not None and method != "carver":
+            raise RankError("--pi-correction applies to --method carver only")
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         study = importance.subsample_study(
-            dataset, parse_fractions(fractions), trials, method, metric, depth, bins, seed
+            dataset,
+            parse_fractions(fractions),
+            trials,
+            method,
+            metric,
+            depth,
+            bins,
+            seed,
+            correction or PiCorrection.LEVELS,
         )
         written = []
         if plot:
@@ -304,7 +327,8 @@ def _direction(direction: str) -> str:
 def _print_carver(result: CarverResult) -> None:
     console.print(
         f"Carver ranking of {result.metric} ({_direction(result.direction)}): "
-        f"{result.n_rows} configurations, RSD {_percent(result.rsd)}",
+        f"{result.n_rows} configurations, RSD {_percent(result.rsd)}; PI/CPI "
+        f"{CORRECTION_TEXT[result.correction]}",
         highlight=False,
     )
     table = Table()
@@ -335,6 +359,8 @@ def _print_carver(result: CarverResult) -> None:
 
 
 def _stop_text(result: CarverResult) -> str:
+    if result.stop == "no-reduction" and result.correction == PiCorrection.LEVELS:
+        return STOP_TEXT[result.stop] + " more than chance would"
     if result.stop != "rsd":
         return STOP_TEXT[result.stop]
     if not result.steps:
@@ -400,9 +426,10 @@ def _print_effects(table: EffectTable, markdown: bool) -> None:
 
 
 def _print_study(study: StudyResult) -> None:
+    how = f" (PI/CPI {CORRECTION_TEXT[study.correction]})" if study.correction else ""
     console.print(
-        f"{study.method} on {study.source}: full-data top {study.depth} for {study.metric}: "
-        f"{', '.join(study.truth) or '-'}",
+        f"{study.method}{how} on {study.source}: full-data top {study.depth} for "
+        f"{study.metric}: {', '.join(study.truth) or '-'}",
         highlight=False,
     )
     table = Table()

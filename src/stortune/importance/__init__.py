@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "CarverResult": "carver",
     "CarverStep": "carver",
+    "PiCorrection": "carver",
     "conditional_importance": "carver",
     "encode": "carver",
     "fixed_sets": "carver",
@@ -35,6 +36,7 @@ __all__ = [
     "CarverResult",
     "CarverStep",
     "LassoResult",
+    "PiCorrection",
     "RankError",
     "StudyResult",
     "conditional_importance",
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from stortune.importance.carver import (
         CarverResult,
         CarverStep,
+        PiCorrection,
         conditional_importance,
         encode,
         fixed_sets,

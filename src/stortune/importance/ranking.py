@@ -9,7 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from stortune.datasets import Dataset
-from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, CarverResult, rank_carver
+from stortune.importance.carver import (
+    DEFAULT_BINS,
+    DEFAULT_RSD,
+    CarverResult,
+    PiCorrection,
+    rank_carver,
+)
 from stortune.importance.common import RankError
 from stortune.importance.lasso import LassoResult, rank_lasso
 
@@ -27,8 +33,10 @@ def rank_dataset(
     top: int | None = None,
     rsd: float = DEFAULT_RSD,
     bins: int = DEFAULT_BINS,
+    correction: PiCorrection | str | None = None,
 ) -> CarverResult | LassoResult:
-    """Rank the parameters of `dataset` for one metric with Carver (default stop: rsd) or Lasso."""
+    """Rank the parameters of `dataset` for one metric with Carver (default stop: rsd, default
+    correction: levels) or Lasso."""
     if method not in METHODS:
         raise RankError(f"unknown method {method!r} (use one of: {', '.join(METHODS)})")
     if top is not None and top < 1:
@@ -38,8 +46,12 @@ def rank_dataset(
     if method == "lasso":
         if stop is not None:
             raise RankError("--stop applies to --method carver only (Lasso ranks every parameter)")
+        if correction is not None:
+            raise RankError("--pi-correction applies to --method carver only")
         return rank_lasso(dataset, metric)
-    return rank_carver(dataset, metric, stop or "rsd", top, rsd, bins)
+    return rank_carver(
+        dataset, metric, stop or "rsd", top, rsd, bins, correction or PiCorrection.LEVELS
+    )
 
 
 def write_plots(

@@ -11,7 +11,9 @@ the full dataset (Carver's bins and Lasso's log/standardise decisions then do no
 subset), and the Carver rankings of all trials of a fraction run at once in numpy
 (`carver.greedy_batch`). Lasso and custom rankers run one subset at a time. On tiny subsets
 many parameters tie (on 2 rows every parameter that differs splits them the same way); ties
-are broken at random, so the first column is not favoured.
+are broken at random, so the first column is not favoured. Carver's PI/CPI are corrected for
+the variance any split removes by chance unless ``correction="none"`` (`carver.PiCorrection`):
+a subset too small for any parameter to beat chance then gets no pick at that rank.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ import numpy as np
 
 from stortune.datasets import Dataset
 from stortune.errors import DatasetError
-from stortune.importance.carver import DEFAULT_BINS, encode, greedy_batch
+from stortune.importance.carver import (
+    DEFAULT_BINS,
+    PiCorrection,
+    encode,
+    greedy_batch,
+    parse_correction,
+)
 from stortune.importance.common import jsonable, metric_frame
 from stortune.importance.lasso import entry_order, prepare, standardise
 
@@ -73,6 +81,7 @@ def rank_subsets(
     depth: int = 3,
     bins: int = DEFAULT_BINS,
     seed: int | None = 0,
+    correction: PiCorrection | str = PiCorrection.LEVELS,
 ) -> np.ndarray:
     """Top-`depth` parameter numbers for each subset (trials, depth); -1 where none is found.
 
@@ -84,20 +93,25 @@ def rank_subsets(
     if callable(method):
         return _rank_each(data, subsets, method, depth)
     if method == "carver":
-        return _rank_carver(data, subsets, depth, bins, rng)
+        return _rank_carver(data, subsets, depth, bins, rng, parse_correction(correction))
     if method == "lasso":
         return _rank_lasso(data, subsets, depth, rng)
     raise DatasetError(f"unknown ranking method {method!r} (use one of: {', '.join(METHODS)})")
 
 
 def _rank_carver(
-    data: Dataset, subsets: np.ndarray, depth: int, bins: int, rng: np.random.Generator | None
+    data: Dataset,
+    subsets: np.ndarray,
+    depth: int,
+    bins: int,
+    rng: np.random.Generator | None,
+    correction: PiCorrection,
 ) -> np.ndarray:
     enc = encode(data.frame, data.params, bins)
     y = data.y().to_numpy(dtype=float)
     chunk = max(1, BATCH_ROWS // max(1, subsets.shape[1]))
     parts = [
-        greedy_batch(enc.codes, enc.levels, y, subsets[i : i + chunk], depth, rng)[0]
+        greedy_batch(enc.codes, enc.levels, y, subsets[i : i + chunk], depth, rng, correction)[0]
         for i in range(0, len(subsets), chunk)
     ]
     return np.concatenate(parts)
@@ -137,7 +151,10 @@ def _rank_each(data: Dataset, subsets: np.ndarray, ranker: Ranker, depth: int) -
 
 @dataclass
 class StudyResult:
-    """Per fraction, the top-`depth` picks of every trial, and the full-data truth."""
+    """Per fraction, the top-`depth` picks of every trial, and the full-data truth.
+
+    `correction` is Carver's PI correction (None for the other methods).
+    """
 
     source: str
     metric: str
@@ -148,6 +165,7 @@ class StudyResult:
     sizes: list[int]
     rankings: list[np.ndarray]
     seconds: list[float]
+    correction: str | None = None
 
     @property
     def depth(self) -> int:
@@ -168,6 +186,7 @@ class StudyResult:
                 "source": self.source,
                 "metric": self.metric,
                 "method": self.method,
+                "correction": self.correction,
                 "truth": self.truth,
                 "rows": [
                     {
@@ -191,11 +210,15 @@ class StudyResult:
 
 
 def full_ranking(
-    data: Dataset, method: str | Ranker = "carver", depth: int = 3, bins: int = DEFAULT_BINS
+    data: Dataset,
+    method: str | Ranker = "carver",
+    depth: int = 3,
+    bins: int = DEFAULT_BINS,
+    correction: PiCorrection | str = PiCorrection.LEVELS,
 ) -> list[str]:
     """The ground truth: the method's top-`depth` on all rows of `data`."""
     everything = np.arange(len(data.frame))[None, :]
-    picks = rank_subsets(data, everything, method, depth, bins, seed=None)[0]
+    picks = rank_subsets(data, everything, method, depth, bins, None, correction)[0]
     return [data.params[k] for k in picks if k >= 0]
 
 
@@ -208,10 +231,12 @@ def subsample_study(
     depth: int = 3,
     bins: int = DEFAULT_BINS,
     seed: int = 0,
+    correction: PiCorrection | str = PiCorrection.LEVELS,
 ) -> StudyResult:
     """Run the study (module doc). The same seed draws the same subsets for every method."""
     if trials < 1:
         raise DatasetError(f"trials must be at least 1 (got {trials})")
+    correction = parse_correction(correction)
     data = study_dataset(dataset, metric)
     n = len(data.frame)
     sizes = [subset_size(n, f) for f in fractions]
@@ -219,16 +244,17 @@ def subsample_study(
     for size in sizes:
         subsets = draw_subsets(n, size, trials, seed)
         start = time.perf_counter()
-        rankings.append(rank_subsets(data, subsets, method, depth, bins, seed))
+        rankings.append(rank_subsets(data, subsets, method, depth, bins, seed, correction))
         seconds.append(time.perf_counter() - start)
     return StudyResult(
         source=data.source,
         metric=data.metrics[0],
         method=method if isinstance(method, str) else getattr(method, "__name__", "custom"),
         params=list(data.params),
-        truth=full_ranking(data, method, depth, bins),
+        truth=full_ranking(data, method, depth, bins, correction),
         fractions=[float(f) for f in fractions],
         sizes=sizes,
         rankings=rankings,
         seconds=seconds,
+        correction=correction.value if method == "carver" else None,
     )
