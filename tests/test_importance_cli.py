@@ -107,6 +107,22 @@ def test_rank_study_json_and_plot(app: typer.Typer, csv: Path, tmp_path: Path) -
     assert "s/ranking" in table
 
 
+def test_fanova_ranks_and_studies_from_the_command_line(app: typer.Typer, tmp_path: Path) -> None:
+    path = tmp_path / "small.csv"
+    frame = additive_dataset(80, seed=23).frame.rename(columns={"throughput": "throughput+"})
+    frame.to_csv(path, index=False)
+    ranked = json.loads(invoke(app, "rank", "--from", str(path), "--method", "fanova", "--json"))
+    assert ranked["method"] == "fanova" and ranked["ranking"][:2] == list(STRONG)
+    args = ["--method", "fanova", "--fractions", "0.5", "--trials", "3", "--depth", "2"]
+    study = json.loads(invoke(app, "rank-study", str(path), *args, "--json"))
+    assert study["method"] == "fanova" and study["correction"] is None
+    assert study["truth"] == list(STRONG)
+    assert study["rows"][0]["size"] == 40 and study["rows"][0]["trials"] == 3
+    assert "fANOVA ranking of throughput" in invoke(
+        app, "rank", "--from", str(path), "--method", "fanova"
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -116,6 +132,7 @@ def test_rank_study_json_and_plot(app: typer.Typer, csv: Path, tmp_path: Path) -
         ["rank", "--from", "{csv}", "--method", "lasso", "--stop", "rsd"],
         ["rank", "--from", "{csv}", "--stop", "never"],
         ["rank", "--from", "{csv}", "--method", "lasso", "--pi-correction", "none"],
+        ["rank", "--from", "{csv}", "--method", "fanova", "--stop", "rsd"],
         ["rank-study", "{csv}", "--method", "lasso", "--pi-correction", "levels"],
         ["rank", "--from", "{csv}", "--metric", "latency"],
         ["rank-study", "{csv}", "--fractions", "0.1,two"],

@@ -31,6 +31,7 @@ from stortune.datasets import Dataset
 from stortune.enums import Direction
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, PiCorrection
 from stortune.importance.common import RankError
+from stortune.importance.study import FANOVA_TRIALS
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.space import load_space
@@ -39,7 +40,7 @@ from stortune.workflows.rank import sample_space
 
 if TYPE_CHECKING:
     from stortune.effects import EffectTable
-    from stortune.importance import CarverResult, LassoResult, StudyResult
+    from stortune.importance import CarverResult, FanovaResult, LassoResult, StudyResult
 
 DEFAULT_FRACTIONS = "0.001,0.002,0.004,0.008,0.016,0.032,0.064,0.128,0.256,0.512"
 LASSO_ROWS = 20
@@ -180,7 +181,9 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Option(
             None, "--name", help="--budget: campaign name (default: made up)."
         ),
-        method: str = typer.Option("carver", "--method", help="carver or lasso."),
+        method: str = typer.Option(
+            "carver", "--method", help="carver, lasso or fanova (Optuna's; seconds per ranking)."
+        ),
         metric: str = MetricOption,
         stop: str = typer.Option(
             None, "--stop", help="Carver's stop rule: rsd (default), top-n or none."
@@ -237,8 +240,10 @@ def register(app: typer.Typer) -> None:
             return
         if isinstance(result, importance.CarverResult):
             _print_carver(result)
-        else:
+        elif isinstance(result, importance.LassoResult):
             _print_lasso(result, top or LASSO_ROWS)
+        else:
+            _print_fanova(result, top or LASSO_ROWS)
         for path in written:
             console.print(f"wrote {path}", highlight=False)
 
@@ -273,8 +278,18 @@ def register(app: typer.Typer) -> None:
         fractions: str = typer.Option(
             DEFAULT_FRACTIONS, "--fractions", help="Comma-separated shares of the rows."
         ),
-        trials: int = typer.Option(1000, "--trials", help="Random subsets per fraction."),
-        method: str = typer.Option("carver", "--method", help="carver or lasso (slower)."),
+        trials: int = typer.Option(
+            1000,
+            "--trials",
+            help=f"Random subsets per fraction (fanova: at most {FANOVA_TRIALS}).",
+        ),
+        method: str = typer.Option(
+            "carver",
+            "--method",
+            help="carver, lasso (slower) or fanova (Optuna's fANOVA, forests of depth 8: "
+            f"0.1-2 s per subset of a few hundred rows, so at most {FANOVA_TRIALS} subsets per "
+            "fraction).",
+        ),
         metric: str = MetricOption,
         depth: int = typer.Option(3, "--depth", help="Ranks to check (1st, 2nd, ...)."),
         bins: int = BinsOption,
@@ -392,6 +407,20 @@ def _print_lasso(result: LassoResult, rows: int) -> None:
             f"{result.coef[param]:.3g}",
             str(coef_rank[param]),
         )
+    console.print(table)
+
+
+def _print_fanova(result: FanovaResult, rows: int) -> None:
+    console.print(
+        f"fANOVA ranking of {result.metric} ({_direction(result.direction)}): {result.n_rows} "
+        f"configurations, {result.trees} trees of depth {result.max_depth}",
+        highlight=False,
+    )
+    table = Table()
+    for column in ("#", "parameter", "importance"):
+        table.add_column(column, no_wrap=column == "parameter")
+    for i, param in enumerate(result.ranking[:rows], start=1):
+        table.add_row(str(i), param, f"{result.importance[param]:.3f}")
     console.print(table)
 
 

@@ -1,5 +1,6 @@
 """Which parameters shape a metric: Carver's variance-based greedy selection (FAST '20),
-SAPPHIRE's Lasso ranking, and Carver's subsample study of how few runs suffice.
+SAPPHIRE's Lasso ranking, fANOVA (the peer, through Optuna), and Carver's subsample study of how
+few runs suffice.
 
 Names are imported on first use (PEP 562): the CLI imports this package at start-up, and
 scikit-learn and matplotlib should only load when a ranking or a plot actually runs.
@@ -22,6 +23,8 @@ _EXPORTS = {
     "rsd": "carver",
     "LassoResult": "lasso",
     "rank_lasso": "lasso",
+    "FanovaResult": "fanova",
+    "rank_fanova": "fanova",
     "RankError": "common",
     "rank_dataset": "ranking",
     "write_plots": "ranking",
@@ -35,6 +38,7 @@ _EXPORTS = {
 __all__ = [
     "CarverResult",
     "CarverStep",
+    "FanovaResult",
     "LassoResult",
     "PiCorrection",
     "RankError",
@@ -46,6 +50,7 @@ __all__ = [
     "parameter_importance",
     "rank_carver",
     "rank_dataset",
+    "rank_fanova",
     "rank_lasso",
     "rank_subsets",
     "rsd",
@@ -67,6 +72,7 @@ if TYPE_CHECKING:
         rsd,
     )
     from stortune.importance.common import RankError
+    from stortune.importance.fanova import FanovaResult, rank_fanova
     from stortune.importance.lasso import LassoResult, rank_lasso
     from stortune.importance.ranking import rank_dataset, write_plots
     from stortune.importance.study import (

@@ -7,6 +7,7 @@ budget later) and hands a `Dataset` to `rank_dataset`; nothing here knows about 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stortune.datasets import Dataset
 from stortune.importance.carver import (
@@ -19,7 +20,10 @@ from stortune.importance.carver import (
 from stortune.importance.common import RankError
 from stortune.importance.lasso import LassoResult, rank_lasso
 
-METHODS = ("carver", "lasso")
+if TYPE_CHECKING:
+    from stortune.importance.fanova import FanovaResult
+
+METHODS = ("carver", "lasso", "fanova")
 # Figures of many parameters are unreadable; plots show the leading ones.
 PLOT_PARAMS = 9
 FIXED_SET_PARAMS = 6
@@ -34,28 +38,35 @@ def rank_dataset(
     rsd: float = DEFAULT_RSD,
     bins: int = DEFAULT_BINS,
     correction: PiCorrection | str | None = None,
-) -> CarverResult | LassoResult:
+) -> CarverResult | LassoResult | FanovaResult:
     """Rank the parameters of `dataset` for one metric with Carver (default stop: rsd, default
-    correction: levels) or Lasso."""
+    correction: levels), Lasso or fANOVA."""
     if method not in METHODS:
         raise RankError(f"unknown method {method!r} (use one of: {', '.join(METHODS)})")
     if top is not None and top < 1:
         raise RankError(f"--top must be at least 1 (got {top})")
     if not 0 <= rsd < 1:
         raise RankError(f"--rsd is a fraction in [0, 1) (got {rsd}); 2% is 0.02")
-    if method == "lasso":
+    if method != "carver":
         if stop is not None:
-            raise RankError("--stop applies to --method carver only (Lasso ranks every parameter)")
+            raise RankError(
+                f"--stop applies to --method carver only ({method} ranks every parameter)"
+            )
         if correction is not None:
             raise RankError("--pi-correction applies to --method carver only")
+    if method == "lasso":
         return rank_lasso(dataset, metric)
+    if method == "fanova":
+        from stortune.importance.fanova import rank_fanova  # Optuna only when asked for
+
+        return rank_fanova(dataset, metric)
     return rank_carver(
         dataset, metric, stop or "rsd", top, rsd, bins, correction or PiCorrection.LEVELS
     )
 
 
 def write_plots(
-    dataset: Dataset, result: CarverResult | LassoResult, directory: str | Path
+    dataset: Dataset, result: CarverResult | LassoResult | FanovaResult, directory: str | Path
 ) -> list[Path]:
     """The figures for one ranking (PNG and SVG each) in `directory`."""
     # matplotlib only when figures are asked for
@@ -77,6 +88,9 @@ def write_plots(
             result.alphas, result.path, result.column_param, result.ranking, result.alpha_cv, metric
         )
         written = save(fig, out / "lasso-path")
+    elif not isinstance(result, CarverResult):  # fANOVA: its ranking's boxplots
+        leading = result.ranking[:PLOT_PARAMS]
+        written = []
     else:
         leading = _leading_carver(result) or result.params[:PLOT_PARAMS]
         fig = figures.carver_steps(result.steps, metric, direction, result.stop)
