@@ -1,17 +1,22 @@
-"""How few runs find the same top parameters? Carver vs Lasso vs Optuna's fANOVA (the peer).
+"""How few runs find the same top parameters? Carver (corrected, raw) vs Lasso vs fANOVA (peer).
 
 For every dataset (the shared moot/PromiseTune CSVs and BestConfig ARFFs, the project's own
 data/localfs.csv once per workload when it is there, plus any dataset specs
 ``PATH[@WORKLOAD]`` given as arguments; see bench/benchdata.py), each method ranks all
 configurations (its own ground truth, timed), then random subsets at each fraction (Carver's
-section 5.4 study). The subsets are the same for every method (`draw_subsets` is seeded by size
-and prefix-stable, so a method given fewer trials sees the first of them). Reported per fraction
-and method: the share of trials whose k-th pick is the method's own full-data k-th parameter
-(k = 1..3), the same against Carver's full-data ranking, and seconds per ranking (Carver ranks
-all trials of a fraction in one numpy batch: its time is that batch over the trials).
+section 5.4 study). "carver" is Carver with the levels correction (stortune's default),
+"carver-raw" Carver's PI/CPI as published (`stortune.importance.carver` explains both). The
+subsets are the same for every method (`draw_subsets` is seeded by size and prefix-stable, so a
+method given fewer trials sees the first of them). Reported per fraction and method: the share
+of trials whose k-th pick is the method's own full-data k-th parameter (k = 1..3), the same
+against Carver's full-data ranking, and seconds per ranking (Carver ranks all trials of a
+fraction in one numpy batch: its time is that batch over the trials). Per dataset, how clear the
+full-data #1 is: Carver's PI of the #1 and the #2 on all rows, the #1's share of the variance,
+and whether it stands clear (PI of the #1 at least `CLEAR` times the #2's).
 
-fANOVA runs with `max_depth` 8 instead of Optuna's 64 by default: full-depth forests on a few
-thousand continuous rows take minutes per ranking (`--fanova-depth 64` for Optuna's default).
+fANOVA (`stortune.importance.fanova`) runs with `max_depth` 8 instead of Optuna's 64 by
+default: full-depth forests on a few thousand continuous rows take minutes per ranking
+(`--fanova-depth 64` for Optuna's default).
 
 Usage: python bench/importance.py [PATH[@WORKLOAD] ...] [--carver-trials 1000] [--lasso-trials 200]
        [--fanova-trials 10] [--fanova-max-rows 300] [--fractions 0.002,0.005,...] [--plots DIR]
@@ -28,20 +33,24 @@ import math
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
-import optuna
 from benchdata import add_only_option, merge_entries, only_patterns, own_specs, previous, select
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
-from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 from rich.console import Console
 from rich.table import Table
 
 from stortune.datasets import Dataset
-from stortune.importance import StudyResult, draw_subsets, rank_subsets, study_dataset
+from stortune.importance import (
+    PiCorrection,
+    StudyResult,
+    draw_subsets,
+    rank_carver,
+    rank_subsets,
+    study_dataset,
+)
 from stortune.importance.common import jsonable
+from stortune.importance.fanova import subset_ranker
 from stortune.importance.study import Ranker, full_ranking, subset_size
 from stortune.sources import load_spec, spec_name
 
@@ -49,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
 DEFAULT_FRACTIONS = "0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.5"
 DEPTH = 3
+CLEAR = 1.5
 console = Console()
 
 
@@ -58,76 +68,36 @@ def shared_datasets() -> list[Path]:
     )
 
 
-def fanova_ranker(data: Dataset, trees: int, depth: int, seed: int) -> Ranker:
-    """Rank by Optuna's fANOVA on a study made of the subset's rows (one trial per row)."""
-    distributions = _distributions(data)
-    metric = data.metrics[0]
-
-    def fanova(sub: Dataset) -> list[str]:
-        study = optuna.create_study(
-            direction="minimize" if data.direction() == "min" else "maximize"
-        )
-        study.add_trials(
-            [
-                optuna.trial.create_trial(
-                    params={p: _value(row[p], distributions[p]) for p in distributions},
-                    distributions=distributions,
-                    value=float(row[metric]),
-                )
-                for row in sub.frame.to_dict("records")
-            ]
-        )
-        evaluator = FanovaImportanceEvaluator(n_trees=trees, max_depth=depth, seed=seed)
-        try:
-            return list(get_param_importances(study, evaluator=evaluator))
-        except (RuntimeError, ValueError, ZeroDivisionError):  # e.g. a constant subset
-            return []
-
-    return fanova
-
-
-def _distributions(data: Dataset) -> dict[str, BaseDistribution]:
-    """Each parameter's range over the full data; constant parameters are left out."""
-    out: dict[str, BaseDistribution] = {}
-    for p in data.params:
-        col = data.frame[p]
-        if col.nunique() < 2:
-            continue
-        if col.dtype.kind in "iuf":
-            out[p] = FloatDistribution(float(col.min()), float(col.max()))
-        else:
-            out[p] = CategoricalDistribution(sorted(col.astype(str).unique()))
-    return out
-
-
-def _value(value: Any, dist: BaseDistribution) -> Any:
-    return float(value) if isinstance(dist, FloatDistribution) else str(value)
-
-
 def bench_dataset(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     data = study_dataset(load_spec(spec))
     n = len(data.frame)
     sizes = sorted({subset_size(n, f) for f in args.fractions} - {n})
-    methods: dict[str, tuple[str | Ranker, int, int]] = {
-        "carver": ("carver", args.carver_trials, n),
-        "lasso": ("lasso", args.lasso_trials, n),
+    levels, raw = PiCorrection.LEVELS, PiCorrection.NONE
+    methods: dict[str, tuple[str | Ranker, PiCorrection, int, int]] = {
+        "carver": ("carver", levels, args.carver_trials, n),
+        "carver-raw": ("carver", raw, args.carver_trials, n),
+        "lasso": ("lasso", levels, args.lasso_trials, n),
         "fanova": (
-            fanova_ranker(data, args.fanova_trees, args.fanova_depth, args.seed),
+            subset_ranker(data, args.fanova_trees, args.fanova_depth, args.seed),
+            levels,
             args.fanova_trials,
             args.fanova_max_rows,
         ),
     }
     studies: dict[str, StudyResult] = {}
     full_seconds: dict[str, float] = {}
-    for name, (method, trials, max_rows) in methods.items():
+    for name, (method, correction, trials, max_rows) in methods.items():
         start = time.perf_counter()
-        truth = full_ranking(data, method, DEPTH)
+        truth = full_ranking(data, method, DEPTH, correction=correction)
         full_seconds[name] = time.perf_counter() - start
         kept, rankings, seconds = [], [], []
         for size in (s for s in sizes if s <= max_rows and trials > 0):
             subsets = draw_subsets(n, size, trials, args.seed)
             start = time.perf_counter()
-            rankings.append(rank_subsets(data, subsets, method, DEPTH, seed=args.seed))
+            picks = rank_subsets(
+                data, subsets, method, DEPTH, seed=args.seed, correction=correction
+            )
+            rankings.append(picks)
             seconds.append(time.perf_counter() - start)
             kept.append(size)
         studies[name] = StudyResult(
@@ -140,9 +110,26 @@ def bench_dataset(spec: str, args: argparse.Namespace) -> dict[str, Any]:
             sizes=kept,
             rankings=rankings,
             seconds=seconds,
+            correction=correction.value if method == "carver" else None,
         )
         console.print(f"  {name}: {sum(seconds) + full_seconds[name]:.1f} s", highlight=False)
-    return _summary(spec, data, studies, full_seconds)
+    return _summary(spec, data, studies, full_seconds) | {"separation": separation(data)}
+
+
+def separation(data: Dataset) -> dict[str, Any]:
+    """How far the full-data #1 stands from the #2, by Carver with and without the correction:
+    their PI, the #1's share of the variance, and whether it stands clear."""
+    out: dict[str, Any] = {}
+    for correction in PiCorrection:
+        result = rank_carver(data, stop="top-n", top=1, correction=correction)
+        pi = sorted(result.steps[0].scores.values(), reverse=True) if result.steps else [0.0]
+        first, second = pi[0], pi[1] if len(pi) > 1 else 0.0
+        out[correction.value] = {
+            "pi": [first, second],
+            "share": first / result.variance if result.variance > 0 else float("nan"),
+            "clear": first > 0 and first >= CLEAR * max(second, 0.0),
+        }
+    return out
 
 
 def _summary(
@@ -204,6 +191,13 @@ def print_table(result: dict[str, Any]) -> None:
     full = ", ".join(f"{m} {s:.2f} s" for m, s in result["full_ranking_seconds"].items())
     console.print(table)
     console.print(f"full-data ranking: {full}", highlight=False)
+    gap = result["separation"][PiCorrection.LEVELS]
+    first, second = gap["pi"]
+    console.print(
+        f"full-data #1 by Carver: PI {first:.3g} against the #2's {second:.3g}, "
+        f"{gap['share']:.1%} of the variance: {'clear' if gap['clear'] else 'not clear'}",
+        highlight=False,
+    )
 
 
 def _entry_name(entry: dict[str, Any]) -> str:
@@ -234,8 +228,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     defaults = [] if args.only_extra else [str(p) for p in shared_datasets()] + own_specs()
     specs = select(defaults + list(args.datasets), only_patterns(args.only))
     if not specs:
