@@ -22,6 +22,8 @@ from stortune.models.cubist_model import CubistModel, cubist_available
 from stortune.models.linear import LinearModel
 from stortune.models.m5 import M5Model
 from stortune.models.mars import MARSModel
+from stortune.models.network import NetworkModel
+from stortune.models.regularised import LassoModel
 from stortune.models.search import Choice, Dimension, Integer, Real, SplitSearchCV
 
 
@@ -78,6 +80,12 @@ TECHNIQUES: dict[str, Technique] = {
             fixed={"interactions": True},
         ),
         Technique(
+            "lasso-int",
+            "lasso with pairwise interactions (penalty by 5-fold CV)",
+            LassoModel,
+            fixed={"interactions": True},
+        ),
+        Technique(
             "mars",
             "MARS, additive (py-earth2)",
             MARSModel,
@@ -126,6 +134,12 @@ TECHNIQUES: dict[str, Technique] = {
             space={"learning_rate": Real(0.01, 0.5), "min_samples_leaf": Integer(1, 50)},
             row_bounded=("min_samples_leaf",),
         ),
+        Technique(
+            "network",
+            "feed-forward network with L1 on the first layer (DeepPerf's kind, torch)",
+            NetworkModel,
+            space={"n_layers": Integer(2, 5), "l1": Real(0.0, 0.1)},
+        ),
     )
 }
 
@@ -163,6 +177,7 @@ __all__ = [
     "LinearModel",
     "M5Model",
     "MARSModel",
+    "NetworkModel",
     "Real",
     "SplitSearchCV",
     "Technique",

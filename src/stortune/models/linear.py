@@ -36,7 +36,11 @@ class LinearModel(TabularRegressor):
         self.pairs_ = [
             (i, j) for i, j in combinations(range(Z.shape[1]), 2) if owner[i] != owner[j]
         ]
-        self.coef_ = np.linalg.lstsq(self._expand(Z), y, rcond=None)[0]
+        self.coef_ = self._solve(self._expand(Z), y)
+
+    def _solve(self, A: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Coefficients of the expanded design (its first column is the intercept)."""
+        return np.linalg.lstsq(A, y, rcond=None)[0]
 
     def _predict_encoded(self, Z: np.ndarray) -> np.ndarray:
         return self._expand(Z) @ self.coef_
