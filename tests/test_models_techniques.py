@@ -62,6 +62,19 @@ def test_mars_nprune_caps_the_terms():
     assert model.n_terms_ <= 2
 
 
+def test_mars_grows_no_more_terms_than_the_rows_hold(capfd):
+    """py-earth does not check that its terms fit the rows: with as many terms as rows it
+    called LAPACK with illegal sizes (OpenBLAS wrote hundreds of lines) and read past its
+    arrays. A search explores such points on small training sets."""
+    rng = np.random.default_rng(2)
+    knobs = pd.DataFrame(rng.integers(0, 2, (8, 12)), columns=[f"k{i}" for i in range(12)])
+    y = 100 + knobs.to_numpy() @ rng.normal(0, 1, 12) + rng.normal(0, 0.01, 8)
+    model = MARSModel(max_degree=2, nnodes=8, thresh=0.0).fit(knobs, y)
+    out, err = capfd.readouterr()  # the file descriptors: BLAS writes past sys.stdout
+    assert "illegal value" not in out + err
+    assert len(model.earth_.basis_) <= 8 and np.all(np.isfinite(model.predict(knobs)))
+
+
 @pytest.mark.parametrize("degree", [1, 2])
 def test_a_deep_forward_pass_holds_every_shallower_one(degree):
     """The memoised pass replays py-earth's stop rule: truncating one deep pass keeps exactly

@@ -38,6 +38,15 @@ def default_nnodes(n_features: int) -> int:
     return min(200, max(20, 2 * n_features)) + 1
 
 
+def max_forward_terms(n_rows: int) -> int:
+    """Most terms a forward pass on `n_rows` rows may grow: py-earth sizes its QR workspace at
+    `max_terms + 4` columns of `n_rows` and never checks that they fit. Beyond that its LAPACK
+    calls get illegal sizes (OpenBLAS prints "On entry to DGEMM ... illegal value" on stdout,
+    thousands of times per search) and it reads past its arrays. A pass with more terms than
+    rows has nothing left to fit anyway."""
+    return max(n_rows - 4, 1)
+
+
 def gcv(rss: float, n_rows: int, n_terms: int, penalty: float) -> float:
     """Generalised cross-validation: RSS/n inflated for the effective number of parameters."""
     effective = n_terms + penalty * (n_terms - 1) / 2
@@ -201,6 +210,7 @@ class MARSModel(TabularRegressor):
         degree = int(self.max_degree)
         penalty = float(self.penalty if self.penalty is not None else (3 if degree > 1 else 2))
         nnodes = int(self.nnodes) if self.nnodes is not None else default_nnodes(Z.shape[1])
+        nnodes = min(nnodes, max_forward_terms(len(y)))
         thresh = float(self.thresh)
         # Hinge models are unchanged by rescaling a variable (knots move along), and standard
         # units keep py-earth's sums of squares finite when knobs reach 1e9.
