@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -24,8 +25,24 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def print_json(data: Any) -> None:
-    """Machine-readable output on stdout, nothing else."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """Machine-readable output on stdout, nothing else: strict JSON, so a NaN or an infinity
+    (an error that could not be computed) is null, which every JSON parser reads."""
+    sys.stdout.write(json.dumps(strict_json(data), indent=2, default=str, allow_nan=False) + "\n")
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with non-finite floats as None and NumPy scalars and arrays as plain Python."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    # NumPy is not imported here (every command imports this module); its scalars and arrays
+    # all have tolist(), which gives Python numbers.
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return strict_json(value.tolist())
+    return value
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
