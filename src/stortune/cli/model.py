@@ -1,10 +1,12 @@
 """`stortune model`: fit performance models on a dataset, predict with them, evaluate them.
 
 The techniques and the protocol follow Noorshams et al. (ICPE'13); see `stortune.models`.
+`evaluate --train-size` runs DeepPerf's small-sample protocol (`stortune.models.smallsample`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +26,26 @@ from stortune.cli.common import (
 from stortune.errors import ConfigError, DatasetError, StortuneError
 
 if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
+    from stortune.models.smallsample import SmallSampleResult
     from stortune.models.study import Assessment, SearchSettings
+    from stortune.models.surrogate import SurrogateModel
 
 # Kept here rather than read from stortune.models: every stortune command imports this module,
 # and the models pull in scikit-learn, SciPy and py-earth (seconds); a test checks the list.
-TECHNIQUE_NAMES = ("linear", "linear-int", "mars", "mars-int", "cart", "m5", "cubist", "boosting")
+TECHNIQUE_NAMES = (
+    "linear",
+    "linear-int",
+    "lasso-int",
+    "mars",
+    "mars-int",
+    "cart",
+    "m5",
+    "cubist",
+    "boosting",
+    "network",
+)
 
 DEFAULT_OUT = Path("stortune-out") / "models"
 
@@ -47,6 +64,21 @@ JobsOption = typer.Option(
 )
 
 TECHNIQUE_HELP = f"technique: {', '.join(TECHNIQUE_NAMES)}, or all (repeat the option for several)"
+
+DEFAULT_TIME_LIMIT = 600.0
+AUTO_BUDGET = 30.0
+
+
+def _auto_model(budget: float, seed: int) -> BaseEstimator:
+    from stortune.models.auto import AutoModel
+
+    return AutoModel(budget_seconds=budget, random_state=seed)
+
+
+# Estimators the small-sample protocol (`model evaluate --train-size`) runs besides the
+# registered techniques, by name; never part of "all". Each takes its time budget per fit
+# (--time-limit) and the seed.
+EXTRA_ESTIMATORS: dict[str, Callable[[float, int], BaseEstimator]] = {"auto": _auto_model}
 
 
 def register(app: typer.Typer) -> None:
@@ -76,13 +108,18 @@ def _dataset(
     return name, X, target.to_numpy(dtype=float)[known]
 
 
-def _techniques(names: list[str]) -> list[str]:
+def _techniques(names: list[str], extra: bool = False) -> list[str]:
+    """The techniques named (all: every available one); with `extra`, EXTRA_ESTIMATORS too."""
     from stortune.models import available_techniques, technique
 
     chosen: list[str] = []
     for name in names or ["all"]:
         for item in available_techniques() if name == "all" else [name]:
-            technique(item).check()
+            if item in EXTRA_ESTIMATORS and item not in TECHNIQUE_NAMES:
+                if not extra:
+                    raise StortuneError(f"-t {item} works with --train-size only")
+            else:
+                technique(item).check()
             if item not in chosen:
                 chosen.append(item)
     return chosen
@@ -230,16 +267,38 @@ def predict_command(
     config: list[str] = typer.Option(
         [], "--config", "-c", help="name=value; repeat, or join with commas"
     ),
+    source: Path | None = typer.Option(
+        None,
+        "--from",
+        help="predict every row of this file (CSV, Parquet or ARFF) instead; columns the model"
+        " does not use (metrics, say) are ignored",
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="with --from: write the rows and their predictions to this CSV"
+    ),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
-    """Predict the metric for one configuration.
+    """Predict the metric for one configuration, or for every row of a file.
 
     Example: stortune model predict stortune-out/models/runs.iops.mars-int.joblib
     -c scheduler=mq-deadline -c read_ahead_kb=512
+
+    Example: stortune model predict runs.iops.mars-int.joblib --from candidates.csv --out p.csv
     """
     from stortune.models.surrogate import SurrogateModel
 
+    if source is not None and config:
+        raise StortuneError("give one config with -c or a file with --from, not both")
+    if out is not None and source is None:
+        raise StortuneError("--out writes the predictions of a --from file: give --from too")
     surrogate = SurrogateModel.load(model)
+    if source is not None:
+        _predict_file(surrogate, source, out, as_json)
+        return
+    if not config:
+        raise StortuneError(
+            f"say what to predict: -c name=value for {', '.join(surrogate.params)}, or --from FILE"
+        )
     values = surrogate.coerce(_parse_config(config))
     prediction = surrogate.predict_config(values)
     if as_json:
@@ -258,6 +317,91 @@ def predict_command(
     )
 
 
+def _config_table(path: Path, text_params: list[str]) -> pd.DataFrame:
+    """The rows of a file as written: no column roles guessed (a file of configs to predict
+    may have no metric column), and text parameters kept as text, as `-c` gives them."""
+    from stortune.datasets import load_dataset
+
+    if not path.exists():
+        raise DatasetError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".arff":
+            frame = load_dataset(path).frame
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype={name: str for name in text_params})
+    except DatasetError:
+        raise
+    except Exception as exc:  # pandas raises many kinds; the user needs the file and the reason
+        raise DatasetError(f"{path}: cannot read: {exc}") from None
+    if frame.empty:
+        raise DatasetError(f"{path}: no rows")
+    return frame
+
+
+def _predict_file(surrogate: SurrogateModel, source: Path, out: Path | None, as_json: bool) -> None:
+    """Each row's prediction, exactly as `-c` with that row's values would give it."""
+    from stortune.datasets import with_inactive_level
+
+    encoder = surrogate.estimator.encoder_
+    text_params = [name for name in surrogate.params if not encoder.is_numeric(name)]
+    frame = _config_table(source, text_params)
+    missing = [name for name in surrogate.params if name not in frame.columns]
+    if missing:
+        raise DatasetError(
+            f"{source} lacks column(s) the {surrogate.metric} model needs: {', '.join(missing)}"
+        )
+    inputs = frame[surrogate.params].copy()
+    for name in text_params:
+        inputs[name] = with_inactive_level(inputs[name])  # empty cells as the training saw them
+    rows = []
+    for number, row in enumerate(inputs.to_dict(orient="records"), start=1):
+        try:
+            rows.append(surrogate.coerce(row))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, row {number}: {exc}") from None
+    column = f"predicted_{surrogate.metric}"
+    result = frame.copy()
+    result[column] = surrogate.predict(pd.DataFrame(rows, columns=surrogate.params))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.to_csv(out, index=False)
+    if as_json:
+        print_json(
+            {
+                "metric": surrogate.metric,
+                "technique": surrogate.technique,
+                "source": str(source),
+                "column": column,
+                "out": None if out is None else str(out),
+                "rows": result.to_dict(orient="records"),
+            }
+        )
+        return
+    if out is not None:
+        console.print(f"wrote {len(result)} predictions of {surrogate.metric} to {out}")
+        return
+    # A parameter that is the same in every row goes to the caption: files of candidate
+    # configs often vary a few of many knobs, and a column per knob overflows the terminal.
+    same = [name for name in surrogate.params if frame[name].nunique(dropna=False) == 1]
+    shown = [name for name in result.columns if name not in same]
+    table = Table(
+        title=f"{surrogate.metric} predicted by {surrogate.technique} for {source.name}",
+        caption=f"in every row: {', '.join(f'{n}={_fmt(frame[n].iloc[0])}' for n in same)}"
+        if same
+        else None,
+    )
+    for name in shown:
+        table.add_column(
+            str(name), justify="left" if name in text_params else "right", overflow="fold"
+        )
+    for record in result[shown].itertuples(index=False):
+        table.add_row(*(_fmt(value) for value in record))
+    console.print(table)
+
+
 @model_app.command("evaluate")
 def evaluate_command(
     source: str = typer.Option(..., "--from", help=SOURCE_HELP),
@@ -265,19 +409,35 @@ def evaluate_command(
     raw: bool = RawOption,
     store: str = StoreOption,
     metric: str | None = typer.Option(None, "--metric", "-m", help="metric (default: the first)"),
-    techniques: list[str] = typer.Option(["all"], "--technique", "-t", help=TECHNIQUE_HELP),
+    techniques: list[str] = typer.Option(
+        ["all"], "--technique", "-t", help=f"{TECHNIQUE_HELP}; with --train-size also auto"
+    ),
     optimize: bool = typer.Option(
-        False, "--optimize", help="also tune each technique and test the gain (paired t-test)"
+        False,
+        "--optimize",
+        help="also tune each technique and test the gain (paired t-test); with --train-size,"
+        " tune inside each training set (slow: up to --time-limit per technique and repeat)",
     ),
     plots: Path | None = typer.Option(None, "--plots", help="write PNG and SVG figures here"),
     test_fraction: float = typer.Option(0.1, help="share of rows held out for interpolation"),
-    seed: int = typer.Option(0, help="seed of the held-out rows and the folds"),
+    train_size: str | None = typer.Option(
+        None,
+        "--train-size",
+        help="small-sample protocol instead of the paper's: train on this many random rows, a"
+        " number (30) or a multiple of the number of parameters (2N), test on all the others",
+    ),
+    repeats: int = typer.Option(10, help="--train-size: random training sets drawn"),
+    seed: int = typer.Option(
+        0, help="seed of the held-out rows and the folds, or of the --train-size draws"
+    ),
     splits: int = typer.Option(4, help="split search: splits per parameter (k)"),
     explorations: int = typer.Option(5, help="split search: points explored per iteration (n)"),
     iterations: int = typer.Option(10, help="split search: most iterations"),
     folds: int = typer.Option(10, help="cross-validation folds"),
-    time_limit: float = typer.Option(
-        600, help="split search: seconds per technique, then the best point so far is kept"
+    time_limit: float | None = typer.Option(
+        None,
+        help=f"split search: seconds per technique, then the best point so far is kept (default"
+        f" {DEFAULT_TIME_LIMIT:.0f}); -t auto: seconds per fit (default {AUTO_BUDGET:.0f})",
     ),
     jobs: int = JobsOption,
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
@@ -288,15 +448,40 @@ def evaluate_command(
     ranges and beyond a cut per parameter; with --optimize, the MRE reduction by the split
     search and a paired t-test over the cross-validation folds.
 
+    With --train-size, the small-sample protocol (DeepPerf, ICSE'19) instead, for datasets of
+    tens of runs: each of --repeats draws trains every technique on the same N random rows and
+    scores its MRE on all the other rows; the table gives the mean and its 95% confidence
+    interval over the draws, and the fit time.
+
     Example: stortune model evaluate --from runs.csv --metric iops -t cart -t m5 --optimize
+
+    Example: stortune model evaluate --from runs.csv --train-size 2N --repeats 20 -t cart -t m5
     """
     from stortune.models.study import assess_technique, prepare
 
     if not 0 < test_fraction < 1:
         raise StortuneError("--test-fraction must be between 0 and 1")
+    if train_size is not None and plots is not None:
+        raise StortuneError("--plots draws the paper's protocol: leave it out with --train-size")
+    if repeats < 1:
+        raise StortuneError("--repeats must be >= 1")
     name, X, y = _dataset(source, metric, store, workload, raw, as_json)
-    names = _techniques(techniques)
-    settings = _settings(splits, explorations, iterations, folds, time_limit, jobs)
+    names = _techniques(techniques, extra=train_size is not None)
+    settings = _settings(
+        splits,
+        explorations,
+        iterations,
+        folds,
+        DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
+        jobs,
+    )
+    if train_size is not None:
+        size = _train_size(train_size, X.shape[1], len(X), source)
+        budget = AUTO_BUDGET if time_limit is None else time_limit
+        _small_sample(
+            names, X, y, size, repeats, seed, optimize, settings, budget, name, source, as_json
+        )
+        return
     interpolation, extrapolation, cv = prepare(X, y, test_fraction, seed, folds)
     if len(interpolation.test) == 0:
         raise DatasetError(f"{source}: no held-out row lies inside the training ranges")
@@ -321,6 +506,116 @@ def evaluate_command(
     _print_tables(results, name, source, len(X), len(interpolation.test), len(extrapolation))
     for path in figures:
         console.print(f"wrote {path}", highlight=False)
+
+
+def _train_size(text: str, n_params: int, n_rows: int, source: str) -> int:
+    """--train-size in rows: a count (30) or a multiple of the parameters (2N, 1.5N), which is
+    how DeepPerf states its sample sizes so that they scale with the configuration space."""
+    value = text.strip().lower()
+    try:
+        multiple = value.endswith("n")
+        size = round(float(value[:-1] or 1) * n_params) if multiple else int(value)
+    except (ValueError, OverflowError):
+        raise StortuneError(
+            f"--train-size {text!r}: give a number of rows (30) or a multiple of the"
+            f" {n_params} parameters (2N)"
+        ) from None
+    if not 2 <= size < n_rows:
+        shown = text if str(size) == value else f"{text} ({size} rows)"
+        raise StortuneError(
+            f"--train-size {shown}: {source} has {n_rows} configurations, so train on 2 to"
+            f" {n_rows - 1} of them and leave the rest to test"
+        )
+    return size
+
+
+def _small_sample_factory(
+    name: str, size: int, optimize: bool, settings: SearchSettings, budget: float, seed: int
+) -> Callable[[], BaseEstimator]:
+    """A fresh unfitted estimator per training set: the technique at its defaults, or its split
+    search over the ranges this training size allows (refit on the whole training set)."""
+    from stortune.models import technique
+    from stortune.models.search import SplitSearchCV
+
+    if name in EXTRA_ESTIMATORS and name not in TECHNIQUE_NAMES:
+        return lambda: EXTRA_ESTIMATORS[name](budget, seed)
+    tech = technique(name)
+    space = tech.search_space(size)
+    if not optimize or not space:
+        return tech.make
+    return lambda: SplitSearchCV(
+        tech.make(),
+        space,
+        splits=settings.splits,
+        explorations=settings.explorations,
+        max_iter=settings.max_iter,
+        max_seconds=settings.max_seconds,
+        cv=settings.cv,
+        n_jobs=settings.n_jobs,
+    )
+
+
+def _small_sample(
+    names: list[str],
+    X: pd.DataFrame,
+    y: np.ndarray,
+    size: int,
+    repeats: int,
+    seed: int,
+    optimize: bool,
+    settings: SearchSettings,
+    budget: float,
+    metric: str,
+    source: str,
+    as_json: bool,
+) -> None:
+    """Every technique on the same training sets, so that their errors are paired."""
+    from stortune.models.smallsample import small_sample_protocol, train_subsets
+
+    subsets = train_subsets(len(X), size, repeats, seed)
+    results: list[tuple[str, SmallSampleResult]] = []
+    for name in names:
+        make = _small_sample_factory(name, size, optimize, settings, budget, seed)
+        try:
+            result = small_sample_protocol(make, X, y, size, subsets=subsets)
+        except NotImplementedError:
+            raise StortuneError(f"-t {name} is not available in this version") from None
+        results.append((name, result))
+    if as_json:
+        print_json(
+            {
+                "dataset": str(source),
+                "metric": metric,
+                "rows": len(X),
+                "parameters": X.shape[1],
+                "train_size": size,
+                "test_rows": len(X) - size,
+                "repeats": repeats,
+                "seed": seed,
+                "optimized": optimize,
+                "techniques": [
+                    {
+                        "technique": name,
+                        **r.as_dict(),
+                        "mean_fit_seconds": float(np.mean(r.fit_seconds)),
+                    }
+                    for name, r in results
+                ],
+            }
+        )
+        return
+    table = Table(
+        title=f"{metric} from {Path(source).name}: trained on {size} of {len(X)} configurations,"
+        f" tested on the other {len(X) - size}; {repeats} draws (seed {seed})"
+        + (", tuned in each" if optimize else "")
+    )
+    for column in ("technique", "MRE %", "95% CI %", "fit s"):
+        table.add_column(column, justify="left" if column == "technique" else "right")
+    for name, r in results:
+        low, high = r.ci95
+        interval = f"{_pct(low)} to {_pct(high)}" if np.isfinite(low) else "-"
+        table.add_row(name, _pct(r.mean), interval, f"{np.mean(r.fit_seconds):.3g}")
+    console.print(table)
 
 
 def _plots(folder: Path, results: list[Assessment], metric: str) -> list[Path]:
