@@ -332,3 +332,20 @@ def test_predict_from_a_file_user_errors(app, csv, cart_model, tmp_path):
     assert "no such file" in user_error(result)
     result = run(app, "predict", cart_model)
     assert "-c name=value" in user_error(result)
+
+
+def test_fit_auto_saves_a_model_that_predicts_from_a_file(app, csv, tmp_path):
+    path = tmp_path / "auto.joblib"
+    result = run(
+        app, "fit", "--from", csv, "-m", "iops", "--auto", "--budget", 5, "-o", path, "--json"
+    )
+    assert result.exit_code == 0, result.output
+    (row,) = strict_json(result.output)["models"]
+    assert row["technique"] == "auto" and row["params"]["chosen"]
+    assert 0 <= row["cv_mre"] < 0.2 and row["cv_rmse"] is None
+    out = tmp_path / "predicted.csv"
+    result = run(app, "predict", path, "--from", csv, "--out", out)
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(out)
+    relative = np.abs(frame["predicted_iops"] - frame["iops"]) / frame["iops"]
+    assert relative.mean() < 0.2

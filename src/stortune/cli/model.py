@@ -195,11 +195,23 @@ def fit_command(
         600, help="split search: seconds per technique, then the best point so far is kept"
     ),
     jobs: int = JobsOption,
+    auto: bool = typer.Option(
+        False,
+        "--auto",
+        help="choose the technique, its hyperparameters and an ensemble by cross-validated"
+        " mean relative error within --budget (same as -t auto)",
+    ),
+    budget: float = typer.Option(AUTO_BUDGET, help="--auto: seconds for the whole fit"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Fit performance models of a metric and save them (for `model predict` or as a surrogate).
 
+    With few runs (tens to a few hundred), --auto is the one to try first: it races lasso,
+    trees, forests, boosting, MARS and the network on raw and log scale and keeps the best.
+
     Example: stortune model fit --from runs.csv --metric iops --technique mars-int --optimize
+
+    Example: stortune model fit --from runs.csv --metric iops --auto --budget 30
     """
     from stortune.models import technique
     from stortune.models.crossval import cv_errors, cv_folds
@@ -207,22 +219,32 @@ def fit_command(
     from stortune.models.surrogate import SurrogateModel
 
     name, X, y = _dataset(source, metric, store, workload, raw, as_json)
-    names = _techniques(techniques)
+    names = ["auto"] if auto else _techniques(techniques, extra=True)
+    if budget <= 0:
+        raise StortuneError("--budget must be positive")
     paths = _model_paths(out, Path(source).stem, name, names)
     settings = _settings(splits, explorations, iterations, folds, time_limit, jobs)
     rows = []
     for tech_name in names:
-        tech = technique(tech_name)
-        estimator, evaluations, stopped = tech.make(), 0, ""
-        space = tech.search_space(len(X))
-        if optimize and space:
-            tuned = search(estimator, space, X, y, settings)
-            estimator, evaluations = tuned.best_estimator_, tuned.search_.n_evaluations
-            cv_rmse, stopped = tuned.best_score_, tuned.search_.stop_reason
+        evaluations, stopped, cv_rmse, cv_mre = 0, "", None, None
+        if tech_name in EXTRA_ESTIMATORS and tech_name not in TECHNIQUE_NAMES:
+            estimator = EXTRA_ESTIMATORS[tech_name](budget, 0).fit(X, y)
+            params = {"chosen": estimator.chosen_, "cv": estimator.cv_}
+            cv_mre, evaluations = estimator.cv_mre_, len(estimator.leaderboard_)
+            stopped, optimized = f"{estimator.fit_seconds_:.1f} s", True
         else:
-            cv_rmse = float(np.mean(cv_errors(estimator, X, y, cv_folds(len(X), folds))))
-            estimator.fit(X, y)
-        params = {k: v for k, v in estimator.get_params().items() if k not in tech.fixed}
+            tech = technique(tech_name)
+            estimator = tech.make()
+            space = tech.search_space(len(X))
+            optimized = bool(optimize and space)
+            if optimized:
+                tuned = search(estimator, space, X, y, settings)
+                estimator, evaluations = tuned.best_estimator_, tuned.search_.n_evaluations
+                cv_rmse, stopped = tuned.best_score_, tuned.search_.stop_reason
+            else:
+                cv_rmse = float(np.mean(cv_errors(estimator, X, y, cv_folds(len(X), folds))))
+                estimator.fit(X, y)
+            params = {k: v for k, v in estimator.get_params().items() if k not in tech.fixed}
         model = SurrogateModel.from_fit(
             estimator,
             X,
@@ -230,8 +252,9 @@ def fit_command(
             tech_name,
             source=str(source),
             params=params,
-            optimized=bool(optimize and space),
+            optimized=optimized,
             cv_rmse=cv_rmse,
+            cv_mre=cv_mre,
             evaluations=evaluations,
         )
         path = model.save(paths[tech_name])
@@ -241,6 +264,7 @@ def fit_command(
                 "path": str(path),
                 "params": params,
                 "cv_rmse": cv_rmse,
+                "cv_mre": cv_mre,
                 "evaluations": evaluations,
                 "stop_reason": stopped,
                 "rows": len(X),
@@ -250,14 +274,19 @@ def fit_command(
         print_json({"dataset": str(source), "metric": name, "models": rows})
         return
     table = Table(title=f"{name} models from {Path(source).name} ({len(X)} configurations)")
-    for column in ("technique", "hyperparameters", "CV RMSE", "search", "file"):
+    for column in ("technique", "hyperparameters", "CV error", "search", "file"):
         table.add_column(column)
     for row in rows:
         params = ", ".join(f"{k}={_fmt(v)}" for k, v in row["params"].items())
         searched = (
             f"{row['evaluations']} points ({row['stop_reason']})" if row["stop_reason"] else "-"
         )
-        table.add_row(row["technique"], params or "-", _fmt(row["cv_rmse"]), searched, row["path"])
+        error = (
+            f"MRE {_pct(row['cv_mre'])}%"
+            if row["cv_mre"] is not None
+            else f"RMSE {_fmt(row['cv_rmse'])}"
+        )
+        table.add_row(row["technique"], params or "-", error, searched, row["path"])
     console.print(table)
 
 
