@@ -63,18 +63,18 @@ def test_auto_keeps_its_budget_and_beats_the_mean() -> None:
 
 
 def test_auto_ranks_candidates_on_the_same_folds_and_reproduces() -> None:
-    X, y = table(40)
+    X, y = table(20)
     a = AutoModel(budget_seconds=60).fit(X, y)
     b = AutoModel(budget_seconds=60).fit(X, y)
     assert a.chosen_ == b.chosen_
     test, _ = table(50, seed=2)
     np.testing.assert_allclose(a.predict(test), b.predict(test))
     scored = [row["repetitions"] for row in a.leaderboard_]
-    assert max(scored) == len(folds_for(40)[0])
+    assert max(scored) == len(folds_for(20)[0])
 
 
 def test_auto_fits_on_the_log_scale_only_when_every_value_is_positive() -> None:
-    X, y = table(30)
+    X, y = table(15)
     model = AutoModel(budget_seconds=60).fit(X, y - y.mean())
     assert not any(row["candidate"].startswith("log ") for row in model.leaderboard_)
 
