@@ -1,5 +1,6 @@
 """What the dataset benchmarks (importance, models, tuners) share: which datasets they run over
-by default, `--only`, and how a partial run is merged into an existing results file.
+by default, the random-forest peer of the model benchmarks, `--only`, and how a partial run is
+merged into an existing results file.
 
 Datasets are specs ``PATH[@WORKLOAD]`` (`stortune.sources.load_spec`), named in results by
 `stortune.sources.spec_name` (``localfs@fileserver``). The project's own measured dataset,
@@ -23,6 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sklearn.compose import make_column_transformer
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+
 from stortune.sources import spec_name, workload_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +38,16 @@ OWN_DATASET = REPO / "data" / "localfs.csv"
 def own_specs() -> list[str]:
     """One spec per workload of the project's own dataset; none when it is not there."""
     return workload_specs(OWN_DATASET) if OWN_DATASET.exists() else []
+
+
+def random_forest(seed: int = 0) -> Any:
+    """The model peer a user reaches for: scikit-learn's RandomForestRegressor at its defaults,
+    one-hot encoding any text columns first."""
+    encode = make_column_transformer(
+        (OneHotEncoder(handle_unknown="ignore"), lambda X: list(X.select_dtypes(exclude="number"))),
+        remainder="passthrough",
+    )
+    return make_pipeline(encode, RandomForestRegressor(random_state=seed))
 
 
 def add_only_option(parser: argparse.ArgumentParser) -> None:

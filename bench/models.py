@@ -35,10 +35,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import effective_n_jobs
-from sklearn.compose import make_column_transformer
-from sklearn.ensemble import RandomForestRegressor
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder
 from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +46,7 @@ from benchdata import (  # noqa: E402
     only_patterns,
     own_specs,
     previous,
+    random_forest,
     select,
 )
 
@@ -95,15 +92,6 @@ def widest(scenarios: list[Scenario], X: pd.DataFrame, count: int) -> list[Scena
     """The scenarios of the `count` parameters with the most distinct values (time budget)."""
     ranked = sorted({s.parameter for s in scenarios}, key=lambda p: -X[p].nunique())[:count]
     return [s for s in scenarios if s.parameter in ranked]
-
-
-def forest() -> object:
-    """RandomForestRegressor at its defaults, one-hot encoding any text columns first."""
-    encode = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), lambda X: list(X.select_dtypes(exclude="number"))),
-        remainder="passthrough",
-    )
-    return make_pipeline(encode, RandomForestRegressor(random_state=SEED))
 
 
 def pct(value: float | None) -> str:
@@ -158,7 +146,9 @@ def run_table(specs: list[str], names: list[str], max_rows: int, settings: Searc
             )
             print(row(result), flush=True)
             results.append(result)
-        peer = assess("random-forest", forest(), X, y, interpolation, extrapolation, folds)
+        peer = assess(
+            "random-forest", random_forest(SEED), X, y, interpolation, extrapolation, folds
+        )
         print(row(peer), flush=True)
         datasets.append(
             {

@@ -33,15 +33,17 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
-from sklearn.compose import make_column_transformer
-from sklearn.ensemble import RandomForestRegressor
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from benchdata import add_only_option, only_patterns, own_specs, select  # noqa: E402
+from benchdata import (  # noqa: E402
+    add_only_option,
+    only_patterns,
+    own_specs,
+    random_forest,
+    select,
+)
 
 from stortune.models import available_techniques, make_model  # noqa: E402
 from stortune.models.auto import AutoModel  # noqa: E402
@@ -69,20 +71,11 @@ def load(spec: str) -> tuple[str, pd.DataFrame, np.ndarray]:
     return metric, frame[params].reset_index(drop=True), frame[metric].to_numpy(float)
 
 
-def random_forest(X: pd.DataFrame) -> Any:
-    """The peer a user reaches for: scikit-learn's forest at its defaults, one-hot categories."""
-    categorical = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    encode = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), categorical), remainder="passthrough"
-    )
-    return make_pipeline(encode, RandomForestRegressor(random_state=0))
-
-
-def factory(technique: str, X: pd.DataFrame, budget: float) -> Any:
+def factory(technique: str, budget: float) -> Any:
     if technique == "auto":
         return lambda: AutoModel(budget_seconds=budget)
     if technique == "random-forest":
-        return lambda: random_forest(X)
+        return random_forest
     return lambda: make_model(technique)
 
 
@@ -98,7 +91,7 @@ def run_cell(
         X, y = X.iloc[np.sort(keep)].reset_index(drop=True), y[np.sort(keep)]
         subsets = train_subsets(len(X), n, repeats, seed=multiple)
     started = time.monotonic()
-    result = small_sample_protocol(factory(technique, X, budget), X, y, n, subsets=subsets)
+    result = small_sample_protocol(factory(technique, budget), X, y, n, subsets=subsets)
     low, high = result.ci95
     return {
         "dataset": spec_name(spec),

@@ -75,9 +75,9 @@ def _auto_model(budget: float, seed: int) -> BaseEstimator:
     return AutoModel(budget_seconds=budget, random_state=seed)
 
 
-# Estimators the small-sample protocol (`model evaluate --train-size`) runs besides the
-# registered techniques, by name; never part of "all". Each takes its time budget per fit
-# (--time-limit) and the seed.
+# Estimators the small-sample protocol (`model evaluate --train-size`) and `model fit` run
+# besides the registered techniques, by names no technique has; never part of "all". Each
+# takes its time budget per fit (--time-limit, or fit's --budget) and the seed.
 EXTRA_ESTIMATORS: dict[str, Callable[[float, int], BaseEstimator]] = {"auto": _auto_model}
 
 
@@ -115,7 +115,7 @@ def _techniques(names: list[str], extra: bool = False) -> list[str]:
     chosen: list[str] = []
     for name in names or ["all"]:
         for item in available_techniques() if name == "all" else [name]:
-            if item in EXTRA_ESTIMATORS and item not in TECHNIQUE_NAMES:
+            if item in EXTRA_ESTIMATORS:
                 if not extra:
                     raise StortuneError(f"-t {item} works with --train-size only")
             else:
@@ -227,7 +227,7 @@ def fit_command(
     rows = []
     for tech_name in names:
         evaluations, stopped, cv_rmse, cv_mre = 0, "", None, None
-        if tech_name in EXTRA_ESTIMATORS and tech_name not in TECHNIQUE_NAMES:
+        if tech_name in EXTRA_ESTIMATORS:
             estimator = EXTRA_ESTIMATORS[tech_name](budget, 0).fit(X, y)
             params = {"chosen": estimator.chosen_, "cv": estimator.cv_}
             cv_mre, evaluations = estimator.cv_mre_, len(estimator.leaderboard_)
@@ -564,24 +564,15 @@ def _small_sample_factory(
     """A fresh unfitted estimator per training set: the technique at its defaults, or its split
     search over the ranges this training size allows (refit on the whole training set)."""
     from stortune.models import technique
-    from stortune.models.search import SplitSearchCV
+    from stortune.models.study import split_search_cv
 
-    if name in EXTRA_ESTIMATORS and name not in TECHNIQUE_NAMES:
+    if name in EXTRA_ESTIMATORS:
         return lambda: EXTRA_ESTIMATORS[name](budget, seed)
     tech = technique(name)
     space = tech.search_space(size)
     if not optimize or not space:
         return tech.make
-    return lambda: SplitSearchCV(
-        tech.make(),
-        space,
-        splits=settings.splits,
-        explorations=settings.explorations,
-        max_iter=settings.max_iter,
-        max_seconds=settings.max_seconds,
-        cv=settings.cv,
-        n_jobs=settings.n_jobs,
-    )
+    return lambda: split_search_cv(tech.make(), space, settings)
 
 
 def _small_sample(

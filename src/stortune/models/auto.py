@@ -35,12 +35,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import RepeatedKFold
 from threadpoolctl import threadpool_limits
 
-from stortune.models.base import TableEncoder, TabularRegressor, as_frame
+from stortune.models.base import TabularRegressor
 from stortune.models.crossval import FIT_FAILURES
 from stortune.models.metrics import mean_relative_error
 
 ENSEMBLE_STEPS = 20
-ENSEMBLE_POOL = 8
 FINALISTS = 4
 # The share of the budget spent on the first repetition before the race narrows the field.
 FIRST_ROUND_SHARE = 0.6
@@ -169,14 +168,9 @@ class AutoModel(TabularRegressor):
 
     def fit(self, X: Any, y: Any) -> AutoModel:
         started = time.monotonic()
-        frame = as_frame(X)
-        target = np.array(y, dtype=float).ravel()
-        if len(target) != len(frame):
-            raise ValueError(f"X has {len(frame)} rows but y has {len(target)}")
-        if len(target) < 3 or not np.all(np.isfinite(target)):
-            raise ValueError("AutoModel needs at least 3 finite values")
-        self.encoder_ = TableEncoder().fit(frame)
-        self.n_features_in_ = frame.shape[1]
+        frame, target = self._fit_frame(X, y)
+        if len(target) < 3:
+            raise ValueError("AutoModel needs at least 3 rows")
         budget = float(self.budget_seconds)
         search_deadline = started + budget * (1 - REFIT_SHARE)
         reps, self.cv_ = folds_for(len(target), self.random_state)
@@ -222,18 +216,18 @@ class AutoModel(TabularRegressor):
             if s.predictions
         ]
         self.cv_mre_ = _ensemble_error(weights, target)
-        self.chosen_ = " + ".join(f"{w:.2f} {label}" for label, w, _ in self.members_)
-        if len(self.members_) == 1:
-            self.chosen_ = self.members_[0][0]
+        self.chosen_ = (
+            self.members_[0][0]
+            if len(self.members_) == 1
+            else " + ".join(f"{w:.2f} {label}" for label, w, _ in self.members_)
+        )
         self.fit_seconds_ = time.monotonic() - started
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        frame = as_frame(X, self.encoder_.params)
+        frame = self._predict_frame(X)
         with threadpool_limits(limits=1):
-            return sum(
-                w * model.predict(frame[self.encoder_.params]) for _, w, model in self.members_
-            )
+            return sum(w * model.predict(frame) for _, w, model in self.members_)
 
     @staticmethod
     def _score(
@@ -260,7 +254,7 @@ class AutoModel(TabularRegressor):
 
 def _ensemble(finalists: list[Score], y: np.ndarray) -> list[tuple[Score, float]]:
     """Caruana's greedy ensemble selection (with replacement) over out-of-fold predictions."""
-    pool = sorted(finalists, key=lambda s: s.error(y))[:ENSEMBLE_POOL]
+    pool = sorted(finalists, key=lambda s: s.error(y))
     best_single = [(pool[0], 1.0)]
     counts = [0] * len(pool)
     total: list[np.ndarray] | None = None

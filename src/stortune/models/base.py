@@ -85,6 +85,16 @@ class TabularRegressor(RegressorMixin, BaseEstimator):
     """
 
     def fit(self, X: Any, y: Any) -> TabularRegressor:
+        frame, target = self._fit_frame(X, y)
+        self._fit_encoded(self.encoder_.transform(frame), target)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        frame = self._predict_frame(X)
+        return np.asarray(self._predict_encoded(self.encoder_.transform(frame)), dtype=float)
+
+    def _fit_frame(self, X: Any, y: Any) -> tuple[pd.DataFrame, np.ndarray]:
+        """The checked table and metric; learns the encoding (where every fit starts)."""
         frame = as_frame(X)
         target = np.array(y, dtype=float).ravel()  # a writable copy: py-earth2 rejects read-only
         if len(target) != len(frame):
@@ -95,16 +105,16 @@ class TabularRegressor(RegressorMixin, BaseEstimator):
         self.n_features_in_ = frame.shape[1]
         if isinstance(X, pd.DataFrame):
             self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
-        self._fit_encoded(self.encoder_.transform(frame), target)
-        return self
+        return frame, target
 
-    def predict(self, X: Any) -> np.ndarray:
+    def _predict_frame(self, X: Any) -> pd.DataFrame:
+        """The table to predict, with the columns seen at fit (where every predict starts)."""
         check_is_fitted(self, "encoder_")
         frame = as_frame(X, self.encoder_.params)
         missing = [p for p in self.encoder_.params if p not in frame.columns]
         if missing:
             raise ValueError(f"X lacks column(s) {', '.join(missing)}")
-        return np.asarray(self._predict_encoded(self.encoder_.transform(frame)), dtype=float)
+        return frame[self.encoder_.params]
 
     def _fit_encoded(self, Z: np.ndarray, y: np.ndarray) -> None:
         raise NotImplementedError

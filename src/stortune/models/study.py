@@ -116,10 +116,10 @@ class Assessment:
         return data
 
 
-def search(
-    estimator: BaseEstimator, space: dict, X: pd.DataFrame, y: np.ndarray, settings: SearchSettings
+def split_search_cv(
+    estimator: BaseEstimator, space: dict, settings: SearchSettings
 ) -> SplitSearchCV:
-    """The fitted split search of `estimator` over `space`."""
+    """The (unfitted) split search of `estimator` over `space` with these settings."""
     return SplitSearchCV(
         estimator,
         space,
@@ -131,7 +131,14 @@ def search(
         max_seconds=settings.max_seconds,
         cv=settings.cv,
         n_jobs=settings.n_jobs,
-    ).fit(X, y)
+    )
+
+
+def search(
+    estimator: BaseEstimator, space: dict, X: pd.DataFrame, y: np.ndarray, settings: SearchSettings
+) -> SplitSearchCV:
+    """The fitted split search of `estimator` over `space`."""
+    return split_search_cv(estimator, space, settings).fit(X, y)
 
 
 def assess(
