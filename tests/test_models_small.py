@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from stortune.models import make_model
-from stortune.models.auto import AutoModel, folds_for
+from stortune.models.auto import ANCHOR, AutoModel, Candidate, Score, _anchored, folds_for
 from stortune.models.metrics import mean_relative_error
 from stortune.models.smallsample import small_sample_protocol, train_subsets
 
@@ -69,13 +69,34 @@ def test_auto_ranks_candidates_on_the_same_folds_and_reproduces() -> None:
     assert a.chosen_ == b.chosen_
     test, _ = table(50, seed=2)
     np.testing.assert_allclose(a.predict(test), b.predict(test))
-    scored = [row["repetitions"] for row in a.leaderboard_]
-    assert max(scored) == len(folds_for(20)[0])
+    repetitions = {row["candidate"]: row["repetitions"] for row in a.leaderboard_}
+    # The finalists, and both scales of the anchor, on every repetition.
+    assert max(repetitions.values()) == len(folds_for(20)[0]) == 6
+    assert repetitions[ANCHOR] == repetitions[f"log {ANCHOR}"] == 6
+
+
+def _scored(label: str, relative_error: float, y: np.ndarray) -> Score:
+    return Score(Candidate(label, lambda: None), predictions=[y * (1 + relative_error)])
+
+
+@pytest.mark.parametrize(
+    ("rows", "challenger_error", "kept"),
+    [(10, 0.85, ANCHOR), (10, 0.75, "m5"), (100, 0.97, "m5"), (100, 0.99, ANCHOR)],
+)
+def test_the_anchor_gives_way_only_to_a_clearly_lower_cv_error(
+    rows: int, challenger_error: float, kept: str
+) -> None:
+    """The CV winner among many candidates flatters itself, the more so the fewer the rows:
+    it replaces gradient boosting only with an error below 1 - min(0.2, 2/n) of boosting's."""
+    y = np.linspace(1.0, 2.0, rows)
+    anchor, challenger = _scored(ANCHOR, 0.10, y), _scored("m5", 0.10 * challenger_error, y)
+    chosen = _anchored([(challenger, 1.0)], [anchor, challenger], y)
+    assert [score.candidate.label for score, _ in chosen] == [kept]
 
 
 def test_auto_fits_on_the_log_scale_only_when_every_value_is_positive() -> None:
     X, y = table(15)
-    model = AutoModel(budget_seconds=60).fit(X, y - y.mean())
+    model = AutoModel(budget_seconds=10).fit(X, y - y.mean())
     assert not any(row["candidate"].startswith("log ") for row in model.leaderboard_)
 
 
