@@ -8,6 +8,7 @@ A control page with one remote image shows that the recorder does see requests.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -54,7 +55,8 @@ def host(request_line: str) -> str:
 
 
 class Recorder:
-    """A proxy that answers every request with 502 and remembers its first line."""
+    """A proxy that answers every request with 502 and remembers its first line. A connection
+    that sends nothing (Chromium preconnects sockets it may never use) is no request."""
 
     def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -73,10 +75,13 @@ class Recorder:
                 conn.settimeout(5)
                 try:
                     data = conn.recv(4096)
-                    self.requests.append(data.decode("latin-1").split("\r\n", 1)[0] or "(empty)")
+                except OSError:  # a preconnected socket left idle
+                    continue
+                if not data:
+                    continue
+                self.requests.append(data.decode("latin-1").split("\r\n", 1)[0])
+                with contextlib.suppress(OSError):
                     conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-                except OSError:
-                    self.requests.append("(connection)")
 
     def from_page(self) -> list[str]:
         """The requests that are not Chromium's own service traffic."""
