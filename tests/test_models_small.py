@@ -90,7 +90,7 @@ def test_the_anchor_gives_way_only_to_a_clearly_lower_cv_error(
     it replaces gradient boosting only with an error below 1 - min(0.2, 2/n) of boosting's."""
     y = np.linspace(1.0, 2.0, rows)
     anchor, challenger = _scored(ANCHOR, 0.10, y), _scored("m5", 0.10 * challenger_error, y)
-    chosen = _anchored([(challenger, 1.0)], [anchor, challenger], y)
+    chosen = _anchored([(challenger, 1.0)], [anchor], y)
     assert [score.candidate.label for score, _ in chosen] == [kept]
 
 

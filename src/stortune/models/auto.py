@@ -201,8 +201,9 @@ class AutoModel(TabularRegressor):
             ranked = sorted((s for s in scores if s.predictions), key=lambda s: s.error(target))
             if not ranked:
                 raise ValueError("no candidate model could be fitted to this table")
-            # Final: the best few on the other repetitions, repetition by repetition and the
-            # quickest first, so that a deadline leaves them compared on the same folds.
+            # Final: the best few and the anchor on the other repetitions, repetition by
+            # repetition and the quickest first, so that a deadline leaves them compared on the
+            # same folds.
             anchors = [s for s in ranked if s.candidate.label.endswith(ANCHOR)]
             pool = ranked[:FINALISTS] + [s for s in anchors if s not in ranked[:FINALISTS]]
             finalists = sorted(pool, key=lambda s: s.fit_seconds)
@@ -212,10 +213,7 @@ class AutoModel(TabularRegressor):
             common = min(len(s.predictions) for s in finalists)
             for score in finalists:
                 del score.predictions[common:]
-            weights = _ensemble(
-                sorted(finalists, key=lambda s: s.error(target))[:FINALISTS], target
-            )
-            weights = _anchored(weights, finalists, target)
+            weights = _anchored(_ensemble(finalists, target), anchors, target)
             left = started + budget - time.monotonic()
             if sum(REFIT_COST * s.mean_fit for s, _ in weights) > left:
                 # The ensemble's refit would overrun: its quickest member alone.
@@ -272,8 +270,9 @@ class AutoModel(TabularRegressor):
 
 
 def _ensemble(finalists: list[Score], y: np.ndarray) -> list[tuple[Score, float]]:
-    """Caruana's greedy ensemble selection (with replacement) over out-of-fold predictions."""
-    pool = sorted(finalists, key=lambda s: s.error(y))
+    """Caruana's greedy ensemble selection (with replacement) over out-of-fold predictions of
+    the best `FINALISTS` (the anchor rides along as a finalist, not as a member)."""
+    pool = sorted(finalists, key=lambda s: s.error(y))[:FINALISTS]
     best_single = [(pool[0], 1.0)]
     counts = [0] * len(pool)
     total: list[np.ndarray] | None = None
@@ -300,10 +299,10 @@ def _ensemble(finalists: list[Score], y: np.ndarray) -> list[tuple[Score, float]
 
 
 def _anchored(
-    weights: list[tuple[Score, float]], finalists: list[Score], y: np.ndarray
+    weights: list[tuple[Score, float]], anchors: list[Score], y: np.ndarray
 ) -> list[tuple[Score, float]]:
-    """The chosen model, or the anchor when the choice's CV error is not clearly lower."""
-    anchors = [s for s in finalists if s.candidate.label.endswith(ANCHOR)]
+    """The chosen model, or the best-scored anchor when the choice's CV error is not clearly
+    lower."""
     if not anchors:
         return weights
     anchor = min(anchors, key=lambda s: s.error(y))
