@@ -304,8 +304,13 @@ class Runner:
             return VisitResult(False, error)
         measurements = []
         broken: dict[int, str] = {}  # repetition -> why its first failed run failed
+        values = _workload_values(self.target, trial.config)
         for slot in visit.slots:
             started = time.time()
+            try:
+                slot = _bound(slot, values)
+            except StortuneError as exc:
+                broken.setdefault(slot.repetition, f"workload: {exc}")
             if slot.repetition in broken:
                 measurement = Measurement.failed(broken[slot.repetition])
             else:
@@ -421,6 +426,24 @@ class Runner:
 
 class _OutOfTime(Exception):
     """The time budget ends before the next run could."""
+
+
+def _workload_values(target: Target, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's workload parameters, from the whole space when tuning a subspace of it."""
+    space = target.space
+    if space is None:
+        return {}
+    full = getattr(space, "full_config", None)
+    return getattr(space, "parent", space).workload_values(full(config) if full else config)
+
+
+def _bound(slot: Slot, values: Mapping[str, Any]) -> Slot:
+    """The slot with its workload given the config's workload parameters (if it has any)."""
+    if slot.workload is None:
+        if values:
+            raise StortuneError("the config sets workload parameters but the run has no workload")
+        return slot
+    return Slot(slot.workload.bind(values), slot.repetition)
 
 
 def workload_name(workload: Workload | None) -> str:

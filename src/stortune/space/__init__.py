@@ -2,7 +2,7 @@
 
 from stortune.space.expr import Expression, compile_expression
 from stortune.space.loader import bundled_spaces, load_space, parse_space
-from stortune.space.parameter import Cost, Kind, Parameter
+from stortune.space.parameter import WORKLOAD_LAYER, Cost, Kind, Parameter
 from stortune.space.space import Config, Constraint, Space
 
 
@@ -16,6 +16,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "WORKLOAD_LAYER",
     "Config",
     "Constraint",
     "Cost",

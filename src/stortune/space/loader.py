@@ -54,6 +54,7 @@ _PARAM_FIELDS = {
     "option",
     "omit",
     "risk",
+    "grid",
 }
 MAX_BYTES = 4_000_000  # a space file (the bundled ceph.yaml has 100 kB)
 MAX_DEPTH = 64  # nesting of YAML values, aliases expanded (the bundled files nest 5 deep)
@@ -64,7 +65,7 @@ MAX_NAME = 200  # characters of a parameter's or a space's name
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or '_'"
 _BIGGEST = 2**63 - 1  # numbers beyond int64 do not survive numpy, pandas and SQL
-_TOP_FIELDS = {"name", "description", "parameters", "constraints", "washed"}
+_TOP_FIELDS = {"name", "description", "compose", "parameters", "constraints", "washed"}
 _CONSTRAINT_FIELDS = {"require", "forbid", "message"}
 
 
@@ -255,18 +256,26 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         )
     if not isinstance(doc.get("description", ""), str):
         raise SpaceError(f"{source}:{doc.lines['description']}: 'description' must be text")
+    composed = _composed(doc, source)
     params_doc = doc.get("parameters")
-    if not isinstance(params_doc, dict) or not params_doc:
+    if not isinstance(params_doc, dict) or not (params_doc or composed):
         where = f"{source}:{doc.lines.get('parameters', doc.line)}"
         raise SpaceError(f"{where}: 'parameters' must be a non-empty mapping of name to spec")
+    taken = {p.name: s.name for s in composed for p in s.parameters}
     for pname in params_doc:
         check_name(pname, f"{source}:{params_doc.lines[pname]}")
-    known = set(params_doc)
-    parameters = [
+        if pname in taken:
+            raise SpaceError(
+                f"{source}:{params_doc.lines[pname]}: parameter {pname!r} is also in the "
+                f"composed space {taken[pname]!r}"
+            )
+    known = set(params_doc) | set(taken)
+    parameters = [p for s in composed for p in s.parameters] + [
         _parameter(str(pname), spec, f"{source}:{params_doc.lines[pname]}", known)
         for pname, spec in params_doc.items()
     ]
-    constraints = _constraints(doc.get("constraints") or [], source, known)
+    constraints = [c for s in composed for c in s.constraints]
+    constraints += _constraints(doc.get("constraints") or [], source, known)
     washed = doc.get("washed") or []
     if not isinstance(washed, list) or not all(isinstance(w, dict) for w in washed):
         raise SpaceError(f"{source}: 'washed' is a list of mappings (parameter, value, reason)")
@@ -278,6 +287,32 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         raise
     except Exception as exc:  # defensive: a space file must never produce a traceback
         raise SpaceError(f"{source}: {exc}") from None
+
+
+def _composed(doc: _LineDict, source: str) -> list[Space]:
+    """The spaces named under ``compose`` (bundled names or files), whose parameters and
+    constraints the space takes before its own: a workload space with a system space, say,
+    so that one config is a point in workload x system. Names must not repeat across them."""
+    names = doc.get("compose") or []
+    where = f"{source}:{doc.lines.get('compose', doc.line)}"
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise SpaceError(f"{where}: 'compose' is a list of space names or files")
+    spaces: list[Space] = []
+    seen: dict[str, str] = {}
+    for name in names:
+        try:
+            part = load_space(name)
+        except SpaceError as exc:
+            raise SpaceError(f"{where}: compose: {exc}") from None
+        for p in part.parameters:
+            if p.name in seen:
+                raise SpaceError(
+                    f"{where}: compose: parameter {p.name!r} is in both {seen[p.name]!r} "
+                    f"and {part.name!r}"
+                )
+            seen[p.name] = part.name
+        spaces.append(part)
+    return spaces
 
 
 def check_name(name: Any, where: str) -> None:
@@ -404,7 +439,26 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         raise fail(f"default {spec['default']!r}: {message}", "default") from None
     if "risk" in spec:
         probe.extra["risk"] = _risks(probe, spec["risk"], fail)
+    if "grid" in spec:
+        probe.extra["grid"] = _grid(probe, spec["grid"], fail)
     return probe
+
+
+def _grid(p: Parameter, value: Any, fail: Any) -> list[Any]:
+    """``grid: [v, ...]``: the values a full-factorial design takes (SPA's Table 1 levels),
+    each a valid value; random and LHS designs still draw from the whole domain."""
+    if not isinstance(value, list) or not value:
+        raise fail("grid is a non-empty list of the parameter's values", "grid")
+    out: list[Any] = []
+    for raw in value:
+        try:
+            checked = p.check(raw)
+        except Exception as exc:
+            raise fail(f"grid: {raw!r}: {str(exc).split(': ', 1)[-1]}", "grid") from None
+        if checked in out:
+            raise fail(f"grid: {raw!r} is given twice", "grid")
+        out.append(checked)
+    return out
 
 
 def _risks(p: Parameter, value: Any, fail: Any) -> dict[Any, str]:

@@ -36,6 +36,10 @@ class Cost(StrEnum):
     RUNTIME = "runtime"
 
 
+# Parameters of this layer describe the workload, not the system: targets leave them alone and
+# the runner hands their values to the workload of each run (SPA's workload x system space).
+WORKLOAD_LAYER = "workload"
+
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -60,6 +64,10 @@ class Parameter:
     hard_low: float | None = None
     hard_high: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def describes_workload(self) -> bool:
+        return self.layer == WORKLOAD_LAYER
 
     def __post_init__(self) -> None:
         if self.kind is Kind.BOOL:
@@ -185,10 +193,13 @@ class Parameter:
         return self.values[index]
 
     def grid(self, levels: int = 3) -> list[Any]:
-        """Values for a full-factorial design: every value of a discrete parameter (ints with at
-        most `levels` values included), else `levels` evenly spaced (log-spaced) values."""
+        """Values for a full-factorial design: the space file's own ``grid`` when it gives one,
+        every value of a discrete parameter (ints with at most `levels` values included), else
+        `levels` evenly spaced (log-spaced) values."""
         if levels < 1:
             raise ConfigError(f"grid levels must be at least 1, not {levels}")
+        if "grid" in self.extra:
+            return list(self.extra["grid"])
         if self.kind in (Kind.CATEGORICAL, Kind.ORDINAL, Kind.BOOL):
             return list(self.values)
         if self.kind is Kind.INT and self.cardinality <= levels:

@@ -94,6 +94,15 @@ class Space:
         except KeyError:
             raise ConfigError(self._unknown_message(name)) from None
 
+    def workload_values(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The values of `config` that describe the workload (layer ``workload``), keyed by
+        each parameter's ``option`` (the name the workload knows it by), else its name."""
+        return {
+            str(p.extra.get("option", p.name)): config[p.name]
+            for p in self.parameters
+            if p.describes_workload and p.name in config
+        }
+
     def default_config(self) -> Config:
         return self.validate({})
 

@@ -209,7 +209,7 @@ class LocalFsTarget(Target):
 
     def _plan(self, values: Config, space: Space, only: set[str] | None = None) -> Plan:
         """`only`: just these parameters, for production (see `changes`)."""
-        params = [space[name] for name in values]
+        params = [space[name] for name in values if not space[name].describes_workload]
         fs = self._default_fs(space)
         for p in params:
             if p.layer == "mkfs" and p.extra.get("option") == mkfs.FSTYPE:

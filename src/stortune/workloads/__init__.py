@@ -10,14 +10,22 @@ from typing import Any
 
 from stortune.errors import ConfigError
 from stortune.workloads.base import Measurement, Need, Venue, Workload
-from stortune.workloads.fio import ALIASES, TEMPLATES, FioWorkload, parse_fio_output
+from stortune.workloads.fio import (
+    ALIASES,
+    DEFAULT_RUNTIME,
+    TEMPLATES,
+    FioWorkload,
+    parse_fio_output,
+)
 from stortune.workloads.rados import PRESETS, RadosWorkload
 from stortune.workloads.rows import RowsWorkload
+from stortune.workloads.spa import SpaWorkload
 
 KINDS: dict[str, type[Workload]] = {
     "fio": FioWorkload,
     "rados": RadosWorkload,
     "rows": RowsWorkload,
+    "spa": SpaWorkload,
 }
 
 
@@ -30,6 +38,8 @@ def make_workload(spec: Mapping[str, Any]) -> Workload:
 
 
 def _fio(name: str, runtime: float | None) -> Workload | None:
+    if name == "spa":
+        return SpaWorkload(runtime=runtime or DEFAULT_RUNTIME)
     if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
         return FioWorkload(name, **({"runtime": runtime, "runtime_given": True} if runtime else {}))
     return None
@@ -47,7 +57,11 @@ def _rows(name: str, runtime: float | None) -> Workload | None:
 
 # What serves each need, and the names it takes (for the error message).
 BUILDERS: dict[Need, tuple[Callable[[str, float | None], Workload | None], str]] = {
-    Need.DIRECTORY: (_fio, f"fio templates {', '.join(TEMPLATES)}, or a .fio job file"),
+    Need.DIRECTORY: (
+        _fio,
+        f"fio templates {', '.join(TEMPLATES)}, spa (takes the workload parameters of a "
+        "workload x system space), or a .fio job file",
+    ),
     Need.RADOS_POOL: (_rados, f"rados bench {', '.join(PRESETS)}"),
     Need.TABLE_ROWS: (_rows, "a workload recorded in the dataset"),
 }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from stortune.enums import RunStatus
+from stortune.errors import ConfigError
 
 
 @dataclass
@@ -100,6 +101,18 @@ class Workload(ABC):
     def run(self, venue: Venue, timeout: float | None = None) -> Measurement:
         """One run in `venue`, killed after `timeout` seconds; never raises for the
         benchmark's own failure (a failed Measurement says what happened)."""
+
+    def bind(self, values: Mapping[str, Any]) -> Workload:
+        """This workload with the values of a config's workload parameters (by option name);
+        a workload without parameters refuses any, so a workload x system space is never run
+        with a workload that would ignore its workload half."""
+        if values:
+            raise ConfigError(
+                f"workload {self.name!r} takes no workload parameters "
+                f"(the config sets {', '.join(sorted(values))}); use a parametric workload "
+                "such as spa"
+            )
+        return self
 
     @property
     def footprint_bytes(self) -> int:

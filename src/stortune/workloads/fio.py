@@ -238,14 +238,21 @@ class FioWorkload(Workload):
         """Generous: the runtime plus time to lay out the file set and to finish."""
         return runtime * 1.5 + 120.0
 
-    def prepare(self, directory: str | os.PathLike[str], timeout: float | None = None) -> None:
+    def prepare(
+        self,
+        directory: str | os.PathLike[str],
+        timeout: float | None = None,
+        cgroup: str | os.PathLike[str] | None = None,
+    ) -> None:
         """Lay out the file set without running the job (fio ``--create_only``), so that the
-        run that follows starts from files on disk and a cache the caller may drop."""
+        run that follows starts from files on disk and a cache the caller may drop. In the
+        run's `cgroup`, so a memory cap holds for the file set's pages from the start."""
         text = self.render(directory, self.runtime)
+        procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
         with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
             job = Path(tmp) / "job.fio"
             job.write_text(text)
-            argv = _launch(["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)])
+            argv = _launch(["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)], procs)
             try:
                 done = _run_group(argv, directory, timeout or self.default_timeout(self.runtime))
             except OSError as exc:
@@ -272,7 +279,7 @@ class FioWorkload(Workload):
         if venue.directory is None:
             raise TargetError(f"fio job {self.name} needs a directory to run in")
         try:
-            self.prepare(venue.directory, timeout)
+            self.prepare(venue.directory, timeout, venue.cgroup)
         except TargetError as exc:
             return Measurement.failed(str(exc))
         venue.before_measure()
