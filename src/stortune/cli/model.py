@@ -305,17 +305,44 @@ def predict_command(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="with --from: write the rows and their predictions to this CSV"
     ),
+    workload: list[str] = typer.Option(
+        [],
+        "--workload",
+        "-W",
+        help="name=value of a workload parameter (repeat, or join with commas): predict every "
+        "system config for this workload, best first",
+    ),
+    space: str | None = typer.Option(
+        None,
+        "--space",
+        "-s",
+        help="with --workload: the space whose levels the system configs take (its "
+        "workload-layer parameters must all be given)",
+    ),
+    lower_is_better: bool = typer.Option(
+        False, "--lower-is-better", help="with --workload: rank the lowest prediction first"
+    ),
+    top: int = typer.Option(20, "--top", help="with --workload: show the best N (0: all)"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
-    """Predict the metric for one configuration, or for every row of a file.
+    """Predict the metric for one configuration, for every row of a file, or for every system
+    configuration under one workload (which config for this workload?).
 
     Example: stortune model predict stortune-out/models/runs.iops.mars-int.joblib
     -c scheduler=mq-deadline -c read_ahead_kb=512
 
     Example: stortune model predict runs.iops.mars-int.joblib --from candidates.csv --out p.csv
+
+    Example: stortune model predict spa.RT_r.cubist.joblib --space spa --lower-is-better
+    -W request_size=8192,read_share=70,access=random,file_set_size=1024
     """
     from stortune.models.surrogate import SurrogateModel
 
+    if workload:
+        if config or source is not None:
+            raise StortuneError("give --workload, -c or --from, one of them")
+        _predict_systems(SurrogateModel.load(model), workload, space, lower_is_better, top, as_json)
+        return
     if source is not None and config:
         raise StortuneError("give one config with -c or a file with --from, not both")
     if out is not None and source is None:
@@ -344,6 +371,43 @@ def predict_command(
         f"predicted {surrogate.metric}: [bold]{prediction:.6g}[/] ({surrogate.technique})",
         highlight=False,
     )
+
+
+def _predict_systems(
+    surrogate: Any, items: list[str], space_name: str | None, ascending: bool, top: int,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """The table of `model predict --workload`: every system config, best first."""
+    from stortune.space import load_space
+
+    space = load_space(space_name) if space_name else None
+    workload = surrogate.coerce_some(_parse_config(items))
+    ranked = surrogate.predict_systems(workload, space, ascending)
+    column = f"predicted_{surrogate.metric}"
+    if as_json:
+        print_json(
+            {
+                "metric": surrogate.metric,
+                "technique": surrogate.technique,
+                "workload": workload,
+                "ranking": "lowest first" if ascending else "highest first",
+                "configs": ranked.to_dict(orient="records"),
+            }
+        )
+        return
+    shown = ranked if top <= 0 else ranked.head(top)
+    order = "lowest" if ascending else "highest"
+    table = Table(
+        title=f"{surrogate.metric} predicted by {surrogate.technique} for "
+        + ", ".join(f"{k}={_fmt(v)}" for k, v in workload.items()),
+        caption=f"{len(shown)} of {len(ranked)} system configs, {order} first",
+    )
+    table.add_column("#", justify="right")
+    for name in ranked.columns:
+        table.add_column(str(name), justify="right" if name == column else "left")
+    for rank, record in enumerate(shown.itertuples(index=False), start=1):
+        table.add_row(str(rank), *(_fmt(value) for value in record))
+    console.print(table)
 
 
 def _config_table(path: Path, text_params: list[str]) -> pd.DataFrame:

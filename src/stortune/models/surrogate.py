@@ -6,6 +6,7 @@ The file is a joblib pickle, so load only files you trust (unpickling can run co
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pandas as pd
 
 from stortune.errors import ConfigError, StortuneError
 from stortune.models.base import TabularRegressor
+from stortune.space import Space
 
 FORMAT = "stortune-surrogate"
 VERSION = 1
@@ -57,17 +59,21 @@ class SurrogateModel:
 
     def coerce(self, config: dict[str, Any]) -> dict[str, Any]:
         """The config with each value as the model saw it: numbers for numeric parameters."""
-        unknown = sorted(set(config) - set(self.params))
         missing = [p for p in self.params if p not in config]
-        if unknown or missing:
-            parts = []
-            if missing:
-                parts.append(f"lacks {', '.join(missing)}")
-            if unknown:
-                parts.append(f"has unknown {', '.join(unknown)}")
-            raise ConfigError(f"config for the {self.metric} model {' and '.join(parts)}")
+        if missing:
+            raise ConfigError(f"config for the {self.metric} model lacks {', '.join(missing)}")
+        return self.coerce_some(config)
+
+    def coerce_some(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Like `coerce` for some of the parameters (a workload's)."""
+        unknown = sorted(set(config) - set(self.params))
+        if unknown:
+            raise ConfigError(
+                f"config for the {self.metric} model has unknown {', '.join(unknown)} "
+                f"(it has {', '.join(self.params)})"
+            )
         values: dict[str, Any] = {}
-        for name in self.params:
+        for name in (p for p in self.params if p in config):
             value = config[name]
             if self.estimator.encoder_.is_numeric(name):
                 try:
@@ -84,6 +90,49 @@ class SurrogateModel:
     def predict_config(self, config: dict[str, Any]) -> float:
         """The predicted metric for one config (a dict of parameter values)."""
         return float(self.predict(pd.DataFrame([self.coerce(config)], columns=self.params))[0])
+
+    def predict_systems(
+        self, workload: dict[str, Any], space: Space | None = None, ascending: bool = False
+    ) -> pd.DataFrame:
+        """Which system config for this workload: the prediction for every system config
+        (every combination of the other parameters' levels: the space's full-factorial values
+        when a space is given, else the categories the model was trained on), best first
+        (highest, or lowest with `ascending`). `workload` gives the workload parameters; with
+        a space, every one of its ``workload``-layer parameters the model uses."""
+        unknown = sorted(set(workload) - set(self.params))
+        if unknown:
+            raise ConfigError(
+                f"the {self.metric} model has no parameter {', '.join(unknown)} "
+                f"(it has {', '.join(self.params)})"
+            )
+        if space is not None:
+            needed = [n for n in self.params if n in space and space[n].describes_workload]
+            missing = [n for n in needed if n not in workload]
+            if missing:
+                raise ConfigError(f"describe the whole workload: give {', '.join(missing)}")
+        system = [n for n in self.params if n not in workload]
+        if not system:
+            raise ConfigError("every parameter is fixed by the workload: nothing to choose")
+        levels: dict[str, list[Any]] = {}
+        for name in system:
+            if space is not None and name in space:
+                levels[name] = space[name].grid()
+            elif not self.estimator.encoder_.is_numeric(name):
+                levels[name] = list(self.estimator.encoder_.categories[name])
+            else:
+                raise ConfigError(
+                    f"{name} is numeric: give the space (--space) for its levels, or fix it"
+                )
+        configs = [
+            dict(zip(system, combo, strict=True)) for combo in itertools.product(*levels.values())
+        ]
+        if space is not None and set(self.params) <= set(space.names):
+            configs = [c for c in configs if space.is_valid(space.validate({**workload, **c}))]
+        frame = pd.DataFrame([self.coerce({**workload, **c}) for c in configs], columns=self.params)
+        result = pd.DataFrame(configs, columns=system)
+        result[f"predicted_{self.metric}"] = self.predict(frame)
+        order = result[f"predicted_{self.metric}"].sort_values(ascending=ascending).index
+        return result.loc[order].reset_index(drop=True)
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
