@@ -262,3 +262,24 @@ def test_predict_for_a_workload_needs_the_whole_workload_of_the_space(tmp_path: 
     assert "describe the whole workload: give request_size" in str(result.exception)
     result = runner.invoke(app, ["model", "predict", str(path), "-W", "access=random"])
     assert "request_size is numeric" in str(result.exception)
+
+
+def test_targets_leave_the_workload_parameters_to_the_workload(tmp_path: Path) -> None:
+    from stortune.targets.tmpfs import TmpfsTarget
+
+    space = parse_space(
+        textwrap.dedent(
+            """\
+            name: ram
+            compose: [spa-workload]
+            parameters:
+              size: {type: ordinal, values: ["256m", "1g"], default: "256m", layer: mount}
+            """
+        )
+    )
+    target = TmpfsTarget(space, state_dir=str(tmp_path))
+    assert target.mount_options({"read_share": 0, "size": "1g"}) == "size=1g"
+    localfs = LocalFsTarget(load_space("spa"), state_dir=str(tmp_path))
+    plan = localfs.plan({"read_share": 0, "scheduler": "bfq"})
+    assert plan.block == (("scheduler", "bfq"), ("read_ahead_kb", "128"))
+    assert not any("read_share" in part for part in (*plan.mkfs, plan.mount))

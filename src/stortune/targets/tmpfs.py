@@ -77,12 +77,14 @@ class TmpfsTarget(Target):
         self._folder.close()
 
     def mount_options(self, config: Config) -> str:
-        """The ``-o`` string of a config (every parameter is a tmpfs mount option)."""
+        """The ``-o`` string of a config (every system parameter is a tmpfs mount option)."""
         assert self.space is not None
         values = self.space.validate(config)
         options = []
         for name, value in values.items():
             p = self.space[name]
+            if p.describes_workload:  # the runner hands these to the workload
+                continue
             if p.layer != "mount":
                 raise TargetError(f"parameter {name!r}: tmpfs sets mount options only")
             options.append((name, str(p.extra.get("option") or name), value))
