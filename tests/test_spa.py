@@ -283,3 +283,23 @@ def test_targets_leave_the_workload_parameters_to_the_workload(tmp_path: Path) -
     plan = localfs.plan({"read_share": 0, "scheduler": "bfq"})
     assert plan.block == (("scheduler", "bfq"), ("read_ahead_kb", "128"))
     assert not any("read_share" in part for part in (*plan.mkfs, plan.mount))
+
+
+def test_the_measured_spa_dataset_answers_which_scheduler_for_a_workload(tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parent.parent / "data" / "spa.csv"
+    result = runner.invoke(
+        app, ["model", "fit", "--from", str(data), "--metric", "TP_r", "-t", "cart",
+              "--out", str(tmp_path), "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    path = json.loads(result.output)["models"][0]["path"]
+    workload = "request_size=8192,read_share=70,access=random,file_set_size=1024,threads=12"
+    result = runner.invoke(
+        app, ["model", "predict", path, "--space", "spa", "--json",
+              "-W", f"{workload},instances=1,direct=false"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    configs = json.loads(result.output)["configs"]
+    assert sorted(c["scheduler"] for c in configs) == ["bfq", "kyber", "mq-deadline", "none"]
+    predicted = [c["predicted_TP_r"] for c in configs]
+    assert predicted == sorted(predicted, reverse=True) and predicted[-1] > 0

@@ -381,7 +381,7 @@ def _predict_systems(
     from stortune.space import load_space
 
     space = load_space(space_name) if space_name else None
-    workload = surrogate.coerce_some(_parse_config(items))
+    workload = _parse_config(items)
     ranked = surrogate.predict_systems(workload, space, ascending)
     column = f"predicted_{surrogate.metric}"
     if as_json:

@@ -20,6 +20,7 @@ from stortune.models.base import TabularRegressor
 from stortune.space import Space
 
 FORMAT = "stortune-surrogate"
+_BOOLS = {"true": 1.0, "false": 0.0}
 VERSION = 1
 
 
@@ -76,6 +77,8 @@ class SurrogateModel:
         for name in (p for p in self.params if p in config):
             value = config[name]
             if self.estimator.encoder_.is_numeric(name):
+                if str(value).lower() in _BOOLS:  # a true/false column is numeric to the model
+                    value = _BOOLS[str(value).lower()]
                 try:
                     values[name] = float(value)
                 except (TypeError, ValueError):
@@ -99,12 +102,7 @@ class SurrogateModel:
         when a space is given, else the categories the model was trained on), best first
         (highest, or lowest with `ascending`). `workload` gives the workload parameters; with
         a space, every one of its ``workload``-layer parameters the model uses."""
-        unknown = sorted(set(workload) - set(self.params))
-        if unknown:
-            raise ConfigError(
-                f"the {self.metric} model has no parameter {', '.join(unknown)} "
-                f"(it has {', '.join(self.params)})"
-            )
+        self.coerce_some(workload)  # unknown names and non-numbers fail here, in one line
         if space is not None:
             needed = [n for n in self.params if n in space and space[n].describes_workload]
             missing = [n for n in needed if n not in workload]
@@ -128,6 +126,7 @@ class SurrogateModel:
         ]
         if space is not None and set(self.params) <= set(space.names):
             configs = [c for c in configs if space.is_valid(space.validate({**workload, **c}))]
+            workload = {k: space.validate({**workload})[k] for k in workload}
         frame = pd.DataFrame([self.coerce({**workload, **c}) for c in configs], columns=self.params)
         result = pd.DataFrame(configs, columns=system)
         result[f"predicted_{self.metric}"] = self.predict(frame)
