@@ -82,6 +82,11 @@ def test_a_composed_space_takes_the_parts_parameters_and_refuses_a_name_twice(
         parse_space(own.replace("grid: [bfq]", "grid: [bfq, bfq]"))
     with pytest.raises(SpaceError, match="grid: 'cfq'"):
         parse_space(own.replace("grid: [bfq]", "grid: [cfq]"))
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(f"name: a\ncompose: [{second}]\nparameters: {{}}\n")
+    second.write_text(f"name: b\ncompose: [{tmp_path}/./a.yaml]\nparameters: {{}}\n")
+    with pytest.raises(SpaceError, match="composes itself"):
+        load_space(first)
 
 
 def test_threads_must_split_over_the_instances() -> None:

@@ -289,6 +289,9 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         raise SpaceError(f"{source}: {exc}") from None
 
 
+_COMPOSING: set[str] = set()  # the spaces being composed now, to refuse a cycle
+
+
 def _composed(doc: _LineDict, source: str) -> list[Space]:
     """The spaces named under ``compose`` (bundled names or files), whose parameters and
     constraints the space takes before its own: a workload space with a system space, say,
@@ -300,10 +303,16 @@ def _composed(doc: _LineDict, source: str) -> list[Space]:
     spaces: list[Space] = []
     seen: dict[str, str] = {}
     for name in names:
+        key = str(Path(name).resolve()) if Path(name).is_file() else name
+        if key in _COMPOSING:
+            raise SpaceError(f"{where}: compose: {name!r} composes itself (through {source})")
+        _COMPOSING.add(key)
         try:
             part = load_space(name)
         except SpaceError as exc:
             raise SpaceError(f"{where}: compose: {exc}") from None
+        finally:
+            _COMPOSING.discard(key)
         for p in part.parameters:
             if p.name in seen:
                 raise SpaceError(
