@@ -16,6 +16,9 @@ and the I/O scheduler, on ext4 over a loop device. Four campaigns, one store, ea
    3 co-located instances (threads and file set split evenly), each a fio job of its own.
 5. ``spa-disk-cache``: the virtual disk's own cache, probed with O_DIRECT 4 KiB random reads over
    file sets of 256 MiB to 6 GiB (3 repetitions each).
+6. ``spa-interpolation-aligned``: 100 more random configs, request sizes rounded to 4 KiB: the
+   fio job is buffered, and a request of part of a page makes a write read-modify-write it, an
+   effect the page-aligned factorial never saw.
 
 Every run is divided by the reference measured around it and multiplied by the reference's
 mean over all campaigns (drift correction; MEASURING.md). Then, per technique (SPA's: linear
@@ -155,6 +158,7 @@ def measure_all(store: Store, runtime: float, seed: int, console: Console) -> No
         ("spa-extrapolation", wide, extrapolation_configs(space), 1),
         ("spa-consolidation", space, consolidation_configs(space, seed), 1),
         ("spa-disk-cache", wide, disk_cache_configs(), 3),
+        (ALIGNED, space, interpolation_configs(space, INTERPOLATION, seed + 2, PAGE), 1),
     ]
     for name, s, configs, repetitions in plan:
         started = time.monotonic()
@@ -171,7 +175,14 @@ METRICS = {  # the paper's names -> fio's metrics
     "TP_w": "write.bw_mbs",
 }
 FEATURES = ["request_size", "read_share", "access", "file_set_size", "scheduler"]
-CAMPAIGNS = ("spa-factorial", "spa-interpolation", "spa-extrapolation", "spa-consolidation")
+ALIGNED = "spa-interpolation-aligned"
+CAMPAIGNS = (
+    "spa-factorial",
+    "spa-interpolation",
+    "spa-extrapolation",
+    "spa-consolidation",
+    ALIGNED,
+)
 
 
 def corrected_frame(store: Store, names: Iterable[str]) -> pd.DataFrame:
@@ -341,6 +352,10 @@ def evaluate(frame: pd.DataFrame, techniques: list[str], budget: float) -> list[
                 rows.append({**base, "scenario": "interpolation", "group": group,
                              "n": len(part), "mre": scenario_mre(model, part, short),
                              "paper_mre": None})  # fmt: skip
+            test = scored(frame[frame["campaign"] == ALIGNED], short)
+            rows.append({**base, "scenario": "interpolation", "group": "page-aligned draw",
+                         "n": len(test), "mre": scenario_mre(model, test, short),
+                         "paper_mre": PAPER_INTERPOLATION.get(name, {}).get(short)})  # fmt: skip
             for group, mask in groups.items():
                 test = scored(extra[mask], short)
                 rows.append({**base, "scenario": "extrapolation", "group": group,
@@ -401,6 +416,8 @@ def tables(rows: list[dict[str, Any]], techniques: list[str]) -> str:
     for group in ("page-aligned", "unaligned"):
         block(f"Interpolation, {group} request sizes, MRE %", "interpolation", group, "mre",
               "paper_mre", 1)  # fmt: skip
+    block("Interpolation, 100 more random configs, request sizes rounded to 4 KiB, MRE %",
+          "interpolation", "page-aligned draw", "mre", "paper_mre", 1)  # fmt: skip
     for group in ("small requests", "large requests", "small file sets", "large file sets"):
         block(
             f"Extrapolation, {group}, MRE % (Figure 10)",

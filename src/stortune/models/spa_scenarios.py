@@ -38,8 +38,10 @@ def wide_space(space: Space) -> Space:
     return Space("spa-wide", params, list(space.constraints), space.description, space.source)
 
 
-def interpolation_configs(space: Space, n: int, seed: int) -> list[Config]:
-    """Random configs inside the factorial's ranges, rounded as SPA's Table 4."""
+def interpolation_configs(space: Space, n: int, seed: int, request_step: int = 512) -> list[Config]:
+    """Random configs inside the factorial's ranges, request sizes rounded to `request_step`
+    bytes (SPA's Table 4: 512; 4096 keeps buffered I/O page-aligned, as the factorial is),
+    file sets to 16 MiB."""
     rng = np.random.default_rng(seed)
     size = space["file_set_size"]
     request = space["request_size"]
@@ -49,7 +51,9 @@ def interpolation_configs(space: Space, n: int, seed: int) -> list[Config]:
         out.append(
             space.validate(
                 {
-                    "request_size": int(512 * round(rng.uniform(request.low, request.high) / 512)),
+                    "request_size": int(
+                        request_step * round(rng.uniform(request.low, request.high) / request_step)
+                    ),
                     "read_share": int(rng.integers(0, 101)),
                     "access": str(rng.choice(["random", "sequential"])),
                     "file_set_size": int(16 * round(math.exp(log_size) / 16)),
