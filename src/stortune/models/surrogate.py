@@ -126,7 +126,8 @@ class SurrogateModel:
         ]
         if space is not None and set(self.params) <= set(space.names):
             configs = [c for c in configs if space.is_valid(space.validate({**workload, **c}))]
-            workload = {k: space.validate({**workload})[k] for k in workload}
+            typed = space.validate(workload)
+            workload = {name: typed[name] for name in workload}
         frame = pd.DataFrame([self.coerce({**workload, **c}) for c in configs], columns=self.params)
         result = pd.DataFrame(configs, columns=system)
         result[f"predicted_{self.metric}"] = self.predict(frame)
