@@ -431,10 +431,7 @@ class _OutOfTime(Exception):
 def _workload_values(target: Target, config: Mapping[str, Any]) -> dict[str, Any]:
     """The config's workload parameters, from the whole space when tuning a subspace of it."""
     space = target.space
-    if space is None:
-        return {}
-    full = getattr(space, "full_config", None)
-    return getattr(space, "parent", space).workload_values(full(config) if full else config)
+    return space.root.workload_values(space.full_config(config)) if space is not None else {}
 
 
 def _bound(slot: Slot, values: Mapping[str, Any]) -> Slot:

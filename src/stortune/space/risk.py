@@ -48,9 +48,8 @@ def has_risks(space: Space) -> bool:
 
 def risks_of(space: Space, config: Mapping[str, Any]) -> list[Risk]:
     """The risky values a config holds (inactive parameters hold none)."""
-    full = getattr(space, "full_config", None)
-    values = full(config) if full is not None else config
-    parent = getattr(space, "parent", space)
+    parent = space.root
+    values = space.full_config(config) if parent is not space else config
     out = []
     for p in parent.parameters:
         if p.name in values:

@@ -94,6 +94,16 @@ class Space:
         except KeyError:
             raise ConfigError(self._unknown_message(name)) from None
 
+    @property
+    def root(self) -> Space:
+        """The whole space: itself, or the space a subspace holds the other values of."""
+        return self
+
+    def full_config(self, config: Mapping[str, Any]) -> Config:
+        """The config over the whole space (`root`), checked: a subspace adds its held
+        values."""
+        return self.validate(config)
+
     def workload_values(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The values of `config` that describe the workload (layer ``workload``), keyed by
         each parameter's ``option`` (the name the workload knows it by), else its name."""
@@ -313,6 +323,10 @@ class _HeldSpace(Space):
 
     def _violated(self, config: Mapping[str, Any]) -> Iterator[Constraint]:
         return self.parent._violated({**self.held, **dict(config)})
+
+    @property
+    def root(self) -> Space:
+        return self.parent
 
     def full_config(self, config: Mapping[str, Any]) -> Config:
         """The parent's config: held values plus this subspace's."""

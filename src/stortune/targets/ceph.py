@@ -244,9 +244,7 @@ class CephTarget(Target):
     # ---- apply ----------------------------------------------------------------------------
     def _full_config(self, config: Config) -> tuple[Config, Space]:
         """The whole config (a subspace's held values too), checked against hard bounds."""
-        full = getattr(self.space, "full_config", None)  # a subspace holding other values
-        space = getattr(self.space, "parent", self.space)
-        return (full(config) if full else self.space.validate(config)), space
+        return self.space.full_config(config), self.space.root  # a subspace holds the others
 
     def settings_for(self, config: Config) -> dict[str, str]:
         """The config database entries a config needs: every option whose value differs from
@@ -330,7 +328,7 @@ class CephTarget(Target):
         sections of its layer's readers (module docstring), else global."""
         if name in self._found:
             return (self._found[name][0],)
-        space = getattr(self.space, "parent", self.space)
+        space = self.space.root
         layer = space[name].layer if name in space else ""
         return LAYER_SECTIONS.get(layer, ("global",))
 
@@ -453,7 +451,7 @@ class CephTarget(Target):
         self._bootstrap(settings, pg_per_osd)
 
     def _default_pg(self) -> int:
-        space = getattr(self.space, "parent", self.space)
+        space = self.space.root
         return int(space["pg_per_osd"].default) if "pg_per_osd" in space else 32
 
     def _make_pool(self, pg_per_osd: int) -> None:
@@ -529,8 +527,8 @@ def ceph_conf_section(config: Config, space: Space, header: str = "") -> str:
     """A config as ceph.conf sections ([global], [osd], [mon], ...), each option under the
     daemon that reads it, only the options that differ from the space's defaults; for
     ``stortune recommend`` and for pasting into a production cluster's ceph.conf."""
-    parent = getattr(space, "parent", space)
-    full = getattr(space, "full_config", space.validate)(config)
+    parent = space.root
+    full = space.full_config(config)
     changed = {n: v for n, v in full.items() if v != parent[n].default}
     layers = {n: parent[n].layer for n in changed}
     return render_ceph_conf(changed, layers, header)

@@ -190,9 +190,7 @@ class LocalFsTarget(Target):
 
     # ---- apply ----------------------------------------------------------------------------
     def _full_config(self, config: Config) -> tuple[Config, Space]:
-        full = getattr(self.space, "full_config", None)  # a subspace holding other values
-        space = getattr(self.space, "parent", self.space)
-        return (full(config) if full else self.space.validate(config)), space
+        return self.space.full_config(config), self.space.root  # a subspace holds the others
 
     def plan(self, config: Config) -> Plan:
         """Check a config against the space and the machine and say what it sets; raises

@@ -93,8 +93,7 @@ class SurrogateTarget(Target):
         self.noise = float(noise)
         self.seed = int(s.seed)
         self.held = dict(s.held or {})
-        space = self.space
-        self._full = getattr(space, "parent", space)  # a subspace holding other values
+        self._full = self.space.root  # a subspace holding other values
         self._check_parameters()
         self._rng = np.random.default_rng(self.seed)
         self._current: dict[str, Any] | None = None
@@ -137,8 +136,7 @@ class SurrogateTarget(Target):
                 )
 
     def apply(self, config: Config) -> None:
-        full = getattr(self.space, "full_config", None)
-        values = dict(full(config) if full else self.space.validate(config))
+        values = dict(self.space.full_config(config))
         values = {**self.held, **values}
         # inactive (conditional) parameters have no value; the model wants one for each
         for name in self.model.params:

@@ -39,7 +39,7 @@ class GrowableSpace:
         self.original = space
         self.margin = margin
         self.grow = grow
-        root = getattr(space, "parent", space)  # a subspace keeps its held values
+        root = space.root  # a subspace keeps its held values
         params = [dataclasses.replace(p) for p in root.parameters]
         copy = Space(root.name, params, root.constraints, root.description, root.source)
         held = getattr(space, "held", None)

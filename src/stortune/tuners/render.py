@@ -42,8 +42,8 @@ def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
         return [InstallFile("ceph.conf", "merge these sections into /etc/ceph/ceph.conf", text)]
     if kind == "localfs":
         return _localfs(config, space)
-    parent = getattr(space, "parent", space)
-    values = getattr(space, "full_config", space.validate)(config)
+    parent = space.root
+    values = space.full_config(config)
     lines = [f"{k} = {_text(v)}" for k, v in values.items() if v != parent[k].default]
     if not lines:
         return []
@@ -73,7 +73,7 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
 
     target = LocalFsTarget(space)
     plan = target.changes(config)
-    default_fs = target.changes(getattr(space, "parent", space).default_config()).fs
+    default_fs = target.changes(space.root.default_config()).fs
     files = []
     if len(plan.mkfs) > 1 or plan.fs != default_fs:
         files.append(
