@@ -70,7 +70,9 @@ def test_every_tuner_proposes_only_unmeasured_pool_rows(table: Path, name: str) 
         replay.apply(config)  # a config outside the pool would raise here
         asked.append(config_key(config))
         tuner.tell(config, replay.run().metrics["thr"])
-    assert set(asked) <= keys and len(set(asked)) == 20
+    # bo re-measures one leader, sees the same value (this table is exact) and repeats no more
+    repeats = 1 if name == "bo" else 0
+    assert set(asked) <= keys and len(set(asked)) == 20 - repeats
 
 
 def test_pool_mode_refuses_a_config_outside_the_pool_in_one_line(table: Path) -> None:

@@ -110,6 +110,8 @@ class TunePlan(Plan):
         self._reference: Trial | None = None
         self.incumbent: Trial | None = None
         self.races: list[list[float]] = []  # the log-ratios of every race so far
+        if settings.intensify:
+            tuner.leave_repeats_to_caller()
 
     # ---- progress -------------------------------------------------------------------------
     @property

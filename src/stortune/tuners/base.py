@@ -58,6 +58,10 @@ class Tuner(ABC):
         """A proposal that will not be measured (a pool answered it with another config):
         tuners that keep asked proposals pending drop it here."""
 
+    def leave_repeats_to_caller(self) -> None:  # noqa: B027
+        """The caller re-measures configs itself (racing): a tuner that would propose repeats
+        of its leaders stops doing so."""
+
     def recommend(self) -> Config | None:
         """The config to recommend: the best mean value over repeated observations."""
         runs: dict[str, list[Observation]] = {}

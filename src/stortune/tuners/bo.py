@@ -22,6 +22,14 @@ dynamic bounds (3.2, Fig. 4).
   fifth proposal is a uniformly drawn valid config, as SMAC interleaves random ones: a GP that
   sees many equal values (a plateau; a table replayed by nearest neighbour) otherwise keeps
   proposing near the incumbent.
+* Repeats (intensification, as SMAC's): every fourth model-phase proposal re-measures the
+  least-measured of the three configs with the best mean, up to four runs each, so the leaders'
+  means sharpen while the search goes on. A repeat that returns exactly its first value shows a
+  deterministic target (a replayed table): repeats stop there. A caller that races configs
+  itself (`TunePlan` with intensify) turns them off (`leave_repeats_to_caller`).
+* Recommendation: the config with the best lower bound, mean - s/sqrt(runs), where s is the
+  spread pooled over the repeated configs; a single lucky run does not win. Before any repeat,
+  the observed config with the best posterior mean.
 * Failed evaluations count as the worst value seen (the region is to be avoided, not ignored).
 """
 
@@ -65,6 +73,10 @@ POOL_DRAWS = 2000  # pool rows scored per proposal, besides those near the best 
 POOL_NEAREST = 3  # rows taken near each neighbour point
 POOL_LOCAL = 50  # rows taken nearest to each of the best observations
 FEW_LEVELS = 4  # parameters with at most this many values are redrawn, not stepped
+REPEAT_EVERY = 6  # every sixth model-phase proposal may re-measure a leader
+REPEAT_AMONG = 3  # the leaders: configs with the best mean
+MAX_RUNS = 3  # runs of one config, at most
+SAME = 1e-9  # a repeat this close to its first value shows a deterministic target
 
 
 class BOTuner(Tuner):
@@ -89,6 +101,8 @@ class BOTuner(Tuner):
         self._design: list[Config] | None = None
         self._seen: set[str] = set()
         self._hyper: dict[str, torch.Tensor] | None = None
+        self._repeats = True  # off once a repeat shows the target deterministic
+        self._first_value: dict[str, float] = {}
 
     @property
     def search_space(self) -> Space:
@@ -100,9 +114,36 @@ class BOTuner(Tuner):
         told = sum(1 for o in self.history if o.value is not None)
         if len(self.history) < self.n_init or told < 2 or not free_indices(self.search_space):
             return self._from_design()
-        if (len(self.history) - self.n_init) % RANDOM_EVERY == RANDOM_EVERY - 1:
+        phase = len(self.history) - self.n_init
+        if phase % RANDOM_EVERY == RANDOM_EVERY - 1:
             return self._random()
+        if self._repeats and phase % REPEAT_EVERY == REPEAT_EVERY - 2:
+            leader = self._leader_to_repeat()
+            if leader is not None:
+                return leader
         return self._propose()
+
+    def leave_repeats_to_caller(self) -> None:
+        """The caller re-measures configs itself (racing): propose no repeats."""
+        self._repeats = False
+
+    def _runs(self) -> dict[str, tuple[Config, list[float]]]:
+        """Per measured config, its model scores (larger is better, log where positive)."""
+        y = model_scores(self.history, self.direction)
+        runs: dict[str, tuple[Config, list[float]]] = {}
+        for obs, score in zip(self.history, y, strict=True):
+            if obs.value is not None:
+                runs.setdefault(config_key(obs.config), (obs.config, []))[1].append(float(score))
+        return runs
+
+    def _leader_to_repeat(self) -> Config | None:
+        """The least-measured of the configs with the best mean, unless all have MAX_RUNS."""
+        runs = sorted(self._runs().values(), key=lambda r: -float(np.mean(r[1])))
+        leaders = [r for r in runs[:REPEAT_AMONG] if len(r[1]) < MAX_RUNS]
+        if not leaders:
+            return None
+        config, _ = min(leaders, key=lambda r: len(r[1]))
+        return dict(config)
 
     def _random(self) -> Config:
         if self.pool is not None:
@@ -110,7 +151,14 @@ class BOTuner(Tuner):
         return random_valid(self.search_space, self._rng(), self._seen)
 
     def _observe(self, config: Config, value: float | None) -> None:
-        self._seen.add(config_key(config))
+        key = config_key(config)
+        if value is not None:
+            first = self._first_value.get(key)
+            if first is None:
+                self._first_value[key] = value
+            elif abs(value - first) <= SAME * max(abs(first), 1e-12):
+                self._repeats = False  # a repeat gave the same value: nothing to average
+        self._seen.add(key)
         if self.pool is not None:
             self.pool.close(config)
         self.bounds.include(config)
@@ -138,8 +186,16 @@ class BOTuner(Tuner):
         return np.random.default_rng([self.seed, len(self.history)])
 
     def recommend(self) -> Config | None:
-        """The observed config with the best posterior mean: the GP's learned noise discounts
-        a single lucky run, which the best observed value would crown."""
+        """The config with the best lower bound over its repeated runs; before any repeat, the
+        observed config with the best posterior mean (the GP's learned noise discounts a single
+        lucky run, which the best observed value would crown)."""
+        runs = list(self._runs().values())
+        spread = pooled_sd([r[1] for r in runs])
+        if spread is not None:
+            config, _ = max(
+                runs, key=lambda r: float(np.mean(r[1])) - spread / math.sqrt(len(r[1]))
+            )
+            return dict(config)
         told = [o for o in self.history if o.value is not None]
         free = free_indices(self.search_space)
         if len({config_key(o.config) for o in told}) < 3 or not free:
@@ -284,6 +340,17 @@ def model_scores(history: Sequence[Observation], direction: str) -> np.ndarray:
         Observation(o.config, None if o.value is None else math.log(o.value)) for o in history
     ]
     return scores(logged, direction)
+
+
+def pooled_sd(groups: Sequence[Sequence[float]]) -> float | None:
+    """The within-group standard deviation pooled over the groups of two values or more
+    (None when there is none)."""
+    ss, df = 0.0, 0
+    for values in groups:
+        if len(values) >= 2:
+            ss += float(np.sum((np.asarray(values) - np.mean(values)) ** 2))
+            df += len(values) - 1
+    return math.sqrt(ss / df) if df else None
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
