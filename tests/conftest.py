@@ -100,7 +100,7 @@ def store(tmp_path: Path) -> Store:
 
 def ensure_ceph() -> None:
     """Install Debian's Ceph packages when missing (root only), as `make test` would."""
-    if shutil.which("ceph-osd"):
+    if all(shutil.which(tool) for tool in ("ceph-osd", "ceph-mds", "ceph-fuse")):
         return
     if os.geteuid() != 0:
         pytest.skip("Ceph is not installed and installing it needs root")

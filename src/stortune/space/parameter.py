@@ -33,6 +33,7 @@ class Cost(StrEnum):
     REFORMAT = "reformat"
     RESTART = "restart"
     REMOUNT = "remount"
+    REWRITE = "rewrite"  # holds for data written after it (a CephFS layout): files made anew
     RUNTIME = "runtime"
 
 

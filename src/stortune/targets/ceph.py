@@ -112,6 +112,8 @@ class CephTarget(Target):
     default_workloads = ("rados-rand",)
     default_space = "ceph"
     settings: CephSettings
+    daemon_layers: dict[str, tuple[str, ...]] = DAEMON_LAYERS  # layer -> daemon kinds reading it
+    layer_sections: dict[str, tuple[str, ...]] = LAYER_SECTIONS  # layer -> config sections
 
     def __init__(
         self,
@@ -186,7 +188,7 @@ class CephTarget(Target):
         try:
             recover_stale(self.state_dir)
             root = self.state_dir / f"ceph-{os.getpid()}-{next(_instances)}"
-            self._cluster = LocalCluster(root, self.osds, self._osd_bytes)
+            self._cluster = self._new_cluster(root)
             self._client = self._cluster.client
             self._found = {name: ("global", value) for name, value in BASELINE.items()}
             self._bootstrap({}, self._default_pg())
@@ -306,7 +308,7 @@ class CephTarget(Target):
             )
 
     def _daemons(self, layers: set[str]) -> list[str]:
-        kinds = {kind for layer in layers for kind in DAEMON_LAYERS.get(layer, ())}
+        kinds = {kind for layer in layers for kind in self.daemon_layers.get(layer, ())}
         if self._cluster is not None:
             return [d for d in self._cluster.daemons if d.split(".")[0] in kinds]
         names = []
@@ -330,7 +332,7 @@ class CephTarget(Target):
             return (self._found[name][0],)
         space = self.space.root
         layer = space[name].layer if name in space else ""
-        return LAYER_SECTIONS.get(layer, ("global",))
+        return self.layer_sections.get(layer, ("global",))
 
     def _write(self, wanted: Mapping[str, str]) -> None:
         """Bring the config database to `wanted` (which always holds the found settings)."""
@@ -383,7 +385,7 @@ class CephTarget(Target):
             # Monitors and managers read some common startup options (thp, heartbeat_interval)
             # only from ceph.conf, before the config database: those count on the OSDs.
             readers = {"osd"} if layer == "common" else {layer}
-            for daemon in self._daemons(readers) if layer in DAEMON_LAYERS else ():
+            for daemon in self._daemons(readers) if layer in self.daemon_layers else ():
                 by_daemon.setdefault(daemon, []).append(name)
         # Runtime values arrive with the next config push, and a restarted manager opens its
         # admin socket a little after the cluster counts it as active.
@@ -446,9 +448,12 @@ class CephTarget(Target):
         assert self._cluster is not None
         old = self._cluster
         old.destroy()
-        self._cluster = LocalCluster(old.root, self.osds, self._osd_bytes)
+        self._cluster = self._new_cluster(old.root)
         self._client = self._cluster.client
         self._bootstrap(settings, pg_per_osd)
+
+    def _new_cluster(self, root: Path) -> LocalCluster:
+        return LocalCluster(root, self.osds, self._osd_bytes)
 
     def _default_pg(self) -> int:
         space = self.space.root

@@ -177,9 +177,9 @@ class StateFolder:
     """A target's hold on its state folder, for as long as it is set up: the folder's lock,
     the undoing of what dead targets left there, and a journal of its own changes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: MachineLock | None = None) -> None:
         self.path = path
-        self._lock = MachineLock(path)
+        self._lock = lock or MachineLock(path)  # a target that holds the lock already shares it
         self.journal: Journal | None = None
 
     def open(self) -> Journal:

@@ -40,7 +40,7 @@ from stortune.workloads.base import Measurement, Need, Venue, Workload
 log = logging.getLogger(__name__)
 
 LAYERS = ("mkfs", "mount", "block", "vm")
-_RANK = {Cost.RUNTIME: 0, Cost.REMOUNT: 1, Cost.RESTART: 1, Cost.REFORMAT: 2}
+_RANK = {Cost.RUNTIME: 0, Cost.REWRITE: 0, Cost.REMOUNT: 1, Cost.RESTART: 1, Cost.REFORMAT: 2}
 _LAYER_RANK = {"mkfs": 2, "mount": 1, "block": 0, "vm": 0}
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 _instances = itertools.count()

@@ -36,7 +36,7 @@ from typing import Any
 from stortune.errors import ConfigError, TargetError
 from stortune.measure.sysmetrics import SystemSampler
 from stortune.units import parse_size
-from stortune.workloads.base import Measurement, Need, Venue, Workload
+from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
 
 TEMPLATES = (
     "fileserver",
@@ -51,6 +51,8 @@ TEMPLATES = (
     "stream",
     "rand4k",
     "dbfsync",
+    "videoserver",
+    "randomrw",
 )
 ALIASES = {"varmail": "mailserver", "oltp": "dbserver"}
 # Small defaults: Filebench's own file set sizes where they are small, else a fraction.
@@ -67,6 +69,8 @@ DEFAULT_SIZES = {
     "stream": "1g",
     "rand4k": "512m",
     "dbfsync": "256m",
+    "videoserver": "1g",
+    "randomrw": "512m",
 }
 DEFAULT_SIZE = "256m"
 DEFAULT_RUNTIME = 10.0
@@ -283,7 +287,13 @@ class FioWorkload(Workload):
         except TargetError as exc:
             return Measurement.failed(str(exc))
         venue.before_measure()
-        return self.measure(venue.directory, timeout, cgroup=venue.cgroup, devices=venue.devices)
+        return self.measure(
+            venue.directory,
+            timeout,
+            cgroup=venue.cgroup,
+            devices=venue.devices,
+            samplers=venue.samplers,
+        )
 
     def measure(
         self,
@@ -293,9 +303,11 @@ class FioWorkload(Workload):
         *,
         cgroup: str | os.PathLike[str] | None = None,
         devices: Iterable[str] = (),
+        samplers: Sequence[Sampler] = (),
     ) -> Measurement:
         """Run the job in `directory` (laid out already); `cgroup` (a cgroup folder) confines
-        fio, `devices` are the block devices whose utilisation the system metrics report."""
+        fio, `devices` are the block devices whose utilisation the system metrics report,
+        `samplers` the target's own metrics during the run (a cluster's daemons)."""
         runtime = self.runtime if runtime is None else float(runtime)
         timeout = timeout if timeout is not None else self.default_timeout(runtime)
         text = self.render(directory, runtime)
@@ -306,13 +318,17 @@ class FioWorkload(Workload):
             output = Path(tmp) / "out.json"
             argv = _launch(["fio", "--output-format=json+", f"--output={output}", str(job)], procs)
             sampler = SystemSampler(devices).start()
+            for extra in samplers:
+                extra.start()
             started = time.monotonic()
             try:
                 done = _run_group(argv, directory, timeout)
             except OSError as exc:
-                sampler.stop()
                 return Measurement.failed(f"cannot start fio: {exc.strerror}")
-            system = sampler.stop()
+            finally:
+                system = sampler.stop()
+                for extra in samplers:
+                    system.update(extra.stop())
             if done is None:
                 return Measurement.failed(
                     f"fio job {self.name}: killed after the {timeout:g} s time limit", "timeout"

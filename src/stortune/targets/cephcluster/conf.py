@@ -55,12 +55,20 @@ _PATHS = {
     "mon_data": "mon/$id",
     "mgr_data": "mgr/$id",
     "osd_data": "osd/$id",
+    "mds_data": "mds/$id",
     "crash_dir": "crash",
 }
 PATH_OPTIONS = frozenset(_PATHS)
 
 # A parameter's layer (the daemon that reads it) -> its ceph.conf section.
-SECTIONS = {"common": "global", "osd": "osd", "mon": "mon", "mgr": "mgr", "client": "client"}
+SECTIONS = {
+    "common": "global",
+    "osd": "osd",
+    "mon": "mon",
+    "mgr": "mgr",
+    "mds": "mds",
+    "client": "client",
+}
 
 
 def plumbing_conf(root: Path, fsid: str, mon_addr: str, block_size: int) -> str:

@@ -1,4 +1,5 @@
-"""A Ceph mini-cluster in one directory: one monitor, one manager, BlueStore OSDs on files.
+"""A Ceph mini-cluster in one directory: one monitor, one manager, BlueStore OSDs on files, and
+a metadata server when CephFS is wanted (`mds`).
 
 Everything lives under the root directory (ceph.conf, monmap, mon/mgr/osd data, run dir with
 admin sockets, logs) and listens on 127.0.0.1 only, the monitor on a free port. Daemons run in
@@ -35,7 +36,8 @@ from stortune.targets.cephcluster.conf import plumbing_conf
 
 log = logging.getLogger(__name__)
 
-BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd"}
+BINARIES = {"mon": "ceph-mon", "mgr": "ceph-mgr", "osd": "ceph-osd", "mds": "ceph-mds"}
+MDS = "mds.a"
 STATE_FILE = "cluster.json"
 _STOP_SECONDS = 60.0
 _ABORT_REASON = re.compile(
@@ -54,7 +56,12 @@ class LocalCluster:
     """A mini-cluster of `osds` OSDs, each on a `block_size`-byte file, in `root`."""
 
     def __init__(
-        self, root: Path, osds: int = 2, block_size: int = 2 << 30, persistent: bool = False
+        self,
+        root: Path,
+        osds: int = 2,
+        block_size: int = 2 << 30,
+        persistent: bool = False,
+        mds: bool = False,
     ) -> None:
         if osds < 1:
             raise TargetError(f"a local cluster needs at least 1 OSD, not {osds}")
@@ -62,6 +69,7 @@ class LocalCluster:
         self.osds = int(osds)
         self.block_size = int(block_size)
         self.persistent = bool(persistent)
+        self.mds = bool(mds)
         self.conf = self.root / "ceph.conf"
         self.client = CephClient(self.conf)
         self.pids: dict[str, int] = {}
@@ -70,7 +78,8 @@ class LocalCluster:
 
     @property
     def daemons(self) -> list[str]:
-        return ["mon.a", "mgr.x", *(f"osd.{i}" for i in range(self.osds))]
+        osds = [f"osd.{i}" for i in range(self.osds)]
+        return ["mon.a", "mgr.x", *osds, *([MDS] if self.mds else [])]
 
     def asok(self, name: str) -> Path:
         return self.root / "run" / f"ceph-{name}.asok"
@@ -84,11 +93,11 @@ class LocalCluster:
         `sections` named for it (default: global)."""
         if self.root.exists() and any(p.name != "owner.lock" for p in self.root.iterdir()):
             raise TargetError(f"{self.root} is not empty: refusing to make a cluster there")
-        for sub in ("mon/a", "mgr/x", "run", "log", "crash"):
+        for sub in ("mon/a", "mgr/x", "mds/a", "run", "log", "crash"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.lock_owner()
         fsid = str(uuid.uuid4())
-        address = f"127.0.0.1:{_free_port()}"
+        address = f"127.0.0.1:{free_port()}"
         log.info(
             "creating a Ceph cluster of %d OSD(s) in %s, monitor on %s",
             self.osds,
@@ -113,6 +122,8 @@ class LocalCluster:
             self.client.config_set(values, who=section)
         self.start(["mgr.x"])
         self._make_osds()
+        if self.mds:
+            self.start([MDS])  # a standby until a file system is made
 
     def _make_osds(self) -> None:
         uuids = [str(uuid.uuid4()) for _ in range(self.osds)]
@@ -160,12 +171,23 @@ class LocalCluster:
             self.pids[name] = proc.pid
         self._save()
 
+    def start_process(self, name: str, argv: list[str]) -> None:
+        """A helper process of the cluster (a metrics exporter), stopped and removed with it;
+        its command line must name a path under the cluster's directory (so that a recorded
+        pid is only ever signalled while it is still this process)."""
+        if not any(str(self.root) in arg for arg in argv):
+            raise TargetError(f"{name}: its command line must name {self.root}")
+        proc = self._spawn(name, argv)
+        self._procs[name] = proc
+        self.pids[name] = proc.pid
+        self._save()
+
     def running(self, name: str) -> bool:
         proc = self._procs.get(name)
         if proc is not None:
             return proc.poll() is None
         pid = self.pids.get(name)
-        return pid is not None and _is_ours(pid, self.conf)
+        return pid is not None and _is_ours(pid, self.root)
 
     def dead(self) -> list[str]:
         """Daemons that were started and have exited."""
@@ -250,13 +272,19 @@ class LocalCluster:
     def destroy(self) -> list[str]:
         """Stop every daemon and remove the directory; return the daemons that needed SIGKILL."""
         log.info("stopping %s and removing %s", ", ".join(self.pids) or "no daemon", self.root)
-        killed = self.stop(list(self.pids))
+        # the MDS first: it flushes its journal to the OSDs on the way down
+        killed = self.stop([MDS]) + self.stop(list(self.pids))
         self.release_owner()
         shutil.rmtree(self.root, ignore_errors=True)
         return killed
 
     def _save(self) -> None:
-        state = {"osds": self.osds, "persistent": self.persistent, "pids": self.pids}
+        state = {
+            "osds": self.osds,
+            "persistent": self.persistent,
+            "mds": self.mds,
+            "pids": self.pids,
+        }
         temporary = self.root / f".{STATE_FILE}.new"
         temporary.write_text(json.dumps(state))
         os.replace(temporary, self.root / STATE_FILE)
@@ -268,7 +296,12 @@ class LocalCluster:
             state = json.loads((Path(root) / STATE_FILE).read_text())
         except (OSError, ValueError):
             raise TargetError(f"{root} holds no stortune ceph cluster ({STATE_FILE})") from None
-        cluster = cls(Path(root), int(state.get("osds", 1)), persistent=state.get("persistent"))
+        cluster = cls(
+            Path(root),
+            int(state.get("osds", 1)),
+            persistent=state.get("persistent"),
+            mds=bool(state.get("mds")),
+        )
         cluster.pids = {str(k): int(v) for k, v in (state.get("pids") or {}).items()}
         return cluster
 
@@ -295,8 +328,9 @@ def recover_stale(state_dir: Path) -> list[str]:
     return removed
 
 
-def _is_ours(pid: int, conf: Path) -> bool:
-    """Whether `pid` is a live (not zombie) process started with our ceph.conf."""
+def _is_ours(pid: int, root: Path) -> bool:
+    """Whether `pid` is a live (not zombie) process started with a path under our directory
+    (the daemons name its ceph.conf)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -304,10 +338,10 @@ def _is_ours(pid: int, conf: Path) -> bool:
         return False
     if stat.rsplit(")", 1)[-1].split()[0] == "Z":
         return False
-    return str(conf).encode() in cmdline
+    return any(str(root).encode() in arg for arg in cmdline)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -1,0 +1,183 @@
+"""The cephfs target on a real 1-OSD mini-cluster with an MDS and a ceph-fuse mount: it mounts
+and runs a file workload; each layout parameter reaches the files (read back with getfattr);
+client options remount and MDS/OSD options restart; a layout Ceph refuses is a failed apply
+with Ceph's reason; teardown leaves no mount, process or file; and a run killed with SIGKILL
+leaves nothing once the next target starts.
+
+The tests share one module-scoped target (bring-up is the slow part) and run in file order; the
+fixture tears it down even when a test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ensure_ceph
+
+from stortune.errors import TargetError
+from stortune.space import Space, load_space
+from stortune.targets import mounts
+from stortune.targets.cephcluster.fs import read_layout
+from stortune.targets.cephfs import CephFSTarget
+from stortune.workloads.fio import FioWorkload
+
+STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-"))
+WRITE = FioWorkload("seqwrite", runtime=2)
+
+
+def unconstrained() -> Space:
+    """The bundled space without its constraints, so that a layout CephFS refuses gets to it."""
+    bundled = load_space("cephfs")
+    return Space("cephfs-test", list(bundled.parameters))
+
+
+def getfattr(path: Path, name: str) -> str:
+    out = subprocess.run(
+        ["getfattr", "--only-values", "-n", name, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def leftovers(marker: str) -> tuple[list[str], str]:
+    """Mounts and processes that still name `marker` (a state folder)."""
+    mounted = [str(m.mount_point) for m in mounts.mount_table() if marker in str(m.mount_point)]
+    ps = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+    own = [line for line in ps.splitlines() if "pgrep" not in line and "pytest" not in line]
+    return mounted, "\n".join(own)
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[CephFSTarget]:
+    ensure_ceph()
+    target = CephFSTarget(unconstrained(), osds=1, state_dir=STATE_DIR, health_timeout=120)
+    try:
+        started = time.monotonic()
+        target.setup()
+        print(f"cluster, MDS and mount up in {time.monotonic() - started:.1f} s")
+        yield target
+    finally:
+        target.teardown()
+
+
+def test_mounts_and_runs_a_file_workload_with_cluster_state(target: CephFSTarget) -> None:
+    assert mounts.is_mounted(target.mount_point)
+    target.apply(target.space.default_config())
+    measurement = target.run(WRITE, timeout=120)
+    assert measurement.ok, measurement.error
+    assert measurement.metrics["write.bw_mbs"] > 0
+    assert measurement.info["layout"] == {
+        "stripe_unit": 4 << 20,
+        "stripe_count": 1,
+        "object_size": 4 << 20,
+    }
+    metrics = measurement.metrics
+    assert metrics["ceph.osd.0.rss_mb"] > 0 and "ceph.mds.a.cpu_pct" in metrics  # daemons
+    # Magpie's state from the real collectors: ceph-mgr's prometheus module (server side), the
+    # node exporter (the machine), ceph-fuse's admin socket (the client)
+    assert metrics["mgr.ceph_osd_op_w_total{ceph_daemon=osd.0}.per_s"] > 0
+    assert "mgr.ceph_mds_inodes{ceph_daemon=mds.a}" in metrics
+    assert any(k.startswith("node.node_cpu_seconds_total{") for k in metrics)
+    assert metrics["node.node_memory_MemAvailable_bytes"] > 0
+    assert metrics["fuse.op_w.per_s"] > 0 and "fuse.op_active" in metrics
+    assert metrics["fuse.cpu_pct"] > 0
+    state = target.state()
+    assert "mgr.ceph_mds_inodes{ceph_daemon=mds.a}" in state and "fuse.op_active" in state
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("stripe_unit", 1 << 20), ("stripe_count", 4), ("object_size", 16 << 20)],
+)
+def test_each_layout_parameter_reaches_the_files(
+    target: CephFSTarget, name: str, value: int
+) -> None:
+    config = dict(target.space.default_config(), **{name: value})
+    target.apply(config)
+    measurement = target.run(WRITE, timeout=120)
+    assert measurement.ok, measurement.error
+    files = [p for p in (target.mount_point / WRITE.name).rglob("*") if p.is_file()]
+    assert files
+    assert getfattr(files[0], f"ceph.file.layout.{name}") == str(value)
+    assert read_layout(files[0])[name] == value
+
+
+def test_client_options_remount_and_daemon_options_restart(target: CephFSTarget) -> None:
+    assert target.cluster is not None
+    fuse_before = target._fuse.pid if target._fuse is not None else None
+    mds_before = target.cluster.pids["mds.a"]
+    config = dict(target.space.default_config(), client_oc_size=104857600)
+    target.apply(config)
+    assert target._fuse is not None and target._fuse.pid != fuse_before  # remounted
+    assert target.cluster.pids["mds.a"] == mds_before  # no daemon restarted for it
+    config["mds_log_max_segments"] = 32
+    target.apply(config)
+    assert target.cluster.pids["mds.a"] != mds_before
+    assert target.running_config("mds.a")["mds_log_max_segments"] == "32"
+    assert target.run(WRITE, timeout=120).ok
+
+
+def test_a_layout_ceph_refuses_is_a_failed_apply_with_its_reason(target: CephFSTarget) -> None:
+    bad = dict(target.space.default_config(), stripe_unit=4 << 20, object_size=1 << 20)
+    with pytest.raises(TargetError, match="CephFS refused the layout .*Invalid argument"):
+        target.apply(bad)
+    target.apply(target.space.default_config())  # the target goes on with a good one
+    assert target.run(WRITE, timeout=120).ok
+
+
+def test_teardown_leaves_no_mount_no_process_and_no_file(target: CephFSTarget) -> None:
+    assert target.cluster is not None
+    root = target.cluster.root
+    target.teardown()
+    assert not root.exists()
+    assert [p.name for p in STATE_DIR.iterdir()] == ["localfs.lock"]
+    assert leftovers(str(STATE_DIR)) == ([], "")
+
+
+KILLED = """
+import sys, time
+from stortune.targets.cephfs import CephFSTarget
+target = CephFSTarget("cephfs", osds=1, state_dir=sys.argv[1], health_timeout=120)
+target.setup()
+print("mounted", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_run_leaves_nothing_once_the_next_target_starts(tmp_path: Path) -> None:
+    ensure_ceph()
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(state)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "mounted"
+        os.killpg(proc.pid, signal.SIGKILL)  # stortune dies; its daemons and mount stay
+        proc.wait()
+        mounted, _ = leftovers(str(state))
+        assert mounted  # the crash left the mount behind
+        target = CephFSTarget("cephfs", osds=1, state_dir=state, health_timeout=120)
+        try:
+            target.setup()  # undoes the crashed run's mount, removes its cluster
+            clusters = sorted(p.name for p in state.glob("ceph-*"))
+            assert target.cluster is not None and clusters == [target.cluster.root.name]
+        finally:
+            target.teardown()
+        assert leftovers(str(state)) == ([], "")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
