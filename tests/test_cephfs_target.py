@@ -28,6 +28,7 @@ from stortune.space import Space, load_space
 from stortune.targets import mounts
 from stortune.targets.cephcluster.fs import read_layout
 from stortune.targets.cephfs import CephFSTarget
+from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.fio import FioWorkload
 
 STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-"))
@@ -92,8 +93,10 @@ def test_mounts_and_runs_a_file_workload_with_cluster_state(target: CephFSTarget
     assert metrics["node.node_memory_MemAvailable_bytes"] > 0
     assert metrics["fuse.op_w.per_s"] > 0 and "fuse.op_active" in metrics
     assert metrics["fuse.cpu_pct"] > 0
-    state = target.state()
+    state = target.state()  # DDPG's: the collectors' metrics, no more than it takes
     assert "mgr.ceph_mds_inodes{ceph_daemon=mds.a}" in state and "fuse.op_active" in state
+    assert not any(k.startswith(("sys.", "ceph.")) for k in state)
+    assert len(state) <= MAX_METRICS
 
 
 @pytest.mark.parametrize(

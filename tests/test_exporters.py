@@ -26,7 +26,9 @@ node_network_receive_bytes_total{device="lo"} 1
 
 
 def test_only_the_families_asked_for_with_their_labels_and_kind() -> None:
-    samples = parse(TEXT % (100, 2048), ["node_cpu", "node_memory_MemAvailable_bytes"])
+    samples = parse(
+        TEXT % (100, 2048), ["node_cpu_seconds_total", "node_memory_MemAvailable_bytes"]
+    )
     assert set(samples) == {
         "node_cpu_seconds_total{cpu=0,mode=idle}",
         "node_cpu_seconds_total{cpu=0,mode=user}",
@@ -64,7 +66,7 @@ def exporter() -> Iterator[tuple[str, list[str]]]:
 def test_counters_become_rates_and_gauges_their_last_value(exporter) -> None:
     url, texts = exporter
     texts += [TEXT % (100, 4096), TEXT % (160, 1024)]
-    families = ("node_cpu", "node_memory")
+    families = ("node_cpu_seconds_total", "node_memory_MemAvailable_bytes")
     sampler = ExporterSampler(
         [Exporter("node", url, families), Exporter("gone", "http://127.0.0.1:9/", families)]
     )

@@ -4,7 +4,7 @@ from the collectors a storage team already runs, not from stortune's own samplin
 
 `scrape` reads one exporter's text exposition (prometheus_client's parser) into
 ``{key: value}``, a key being the sample's name with its labels (``node_cpu_seconds_total{cpu=0,
-mode=idle}``), kept only for the metric families asked for. `ExporterSampler` scrapes every
+mode=idle}``), kept only for the samples asked for. `ExporterSampler` scrapes every
 exporter at the start and end of a run: counters become per-second rates over the run, gauges
 their value at the end; keys are prefixed with the exporter's name (``node.``, ``ceph.``). An
 exporter that does not answer gives no keys (the run is not failed for it), and `missing` says
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 
 SCRAPE_SECONDS = 5.0
-# The families Magpie's Table I reads, as these exporters name them (a prefix selects a family).
+# What Magpie's Table I reads, as these exporters name the samples.
 NODE_FAMILIES = (
     "node_cpu_seconds_total",
     "node_memory_MemAvailable_bytes",
@@ -35,21 +35,23 @@ NODE_FAMILIES = (
     "node_load1",
 )
 CEPH_FAMILIES = (
-    "ceph_osd_op_r",
-    "ceph_osd_op_w",
-    "ceph_osd_op_in_bytes",
-    "ceph_osd_op_out_bytes",
-    "ceph_osd_op_r_latency",
-    "ceph_osd_op_w_latency",
-    "ceph_osd_apply_latency_ms",
+    "ceph_osd_op_r_total",
+    "ceph_osd_op_w_total",
+    "ceph_osd_op_in_bytes_total",
+    "ceph_osd_op_out_bytes_total",
+    "ceph_osd_op_r_latency_sum_total",
+    "ceph_osd_op_r_latency_count_total",
+    "ceph_osd_op_w_latency_sum_total",
+    "ceph_osd_op_w_latency_count_total",
+    "ceph_osd_op_wip",
     "ceph_osd_commit_latency_ms",
-    "ceph_mds_request",
-    "ceph_mds_reply_latency",
+    "ceph_mds_request_total",
+    "ceph_mds_reply_latency_sum_total",
+    "ceph_mds_reply_latency_count_total",
     "ceph_mds_inodes",
     "ceph_mds_caps",
-    "ceph_mds_server_handle_client_request",
-    "ceph_pool_rd",
-    "ceph_pool_wr",
+    "ceph_pool_rd_bytes_total",
+    "ceph_pool_wr_bytes_total",
 )
 
 
@@ -67,14 +69,14 @@ def _key(name: str, labels: Mapping[str, str]) -> str:
 
 
 def parse(text: str, families: Iterable[str]) -> dict[str, Sample]:
-    """The samples of the wanted families in an exposition text (named by a prefix of their
-    samples' names)."""
-    wanted = tuple(families)
+    """The samples named in `families` in an exposition text (by sample name: a counter's
+    family drops the _total its samples carry)."""
+    wanted = set(families)
     out: dict[str, Sample] = {}
     for family in text_string_to_metric_families(text):
         counter = family.type in ("counter", "summary", "histogram")
-        for sample in family.samples:  # by sample name: a counter family's drops its _total
-            if not sample.name.startswith(wanted) or sample.name.endswith(("_created", "_bucket")):
+        for sample in family.samples:
+            if sample.name not in wanted:
                 continue
             out[_key(sample.name, sample.labels)] = Sample(float(sample.value), counter)
     return out

@@ -53,7 +53,8 @@ from stortune.workloads.base import Measurement, Need, Venue, Workload
 LAYOUT_LAYER = "layout"
 FUSE_CLIENT = "client.fuse"  # the name ceph-fuse mounts with: the client options' section
 NODE_EXPORTER = "exporter.node"
-STATE_PREFIXES = ("ceph.", "sys.", "mgr.", "node.", "fuse.")
+COLLECTED = ("mgr.", "node.", "fuse.")  # the state: real collectors and the client
+FALLBACK = ("ceph.", "sys.")  # stortune's own sampling, when no exporter answers
 FUSE_COUNTERS = {  # ceph-fuse's perf dump: the client side of Magpie's state
     ("objecter", "op_active"): False,  # requests in flight to the OSDs (a gauge)
     ("objecter", "op_r"): True,
@@ -248,9 +249,17 @@ class CephFSTarget(CephTarget):
         measurement.info.pop("pool", None)
         measurement.info.update(layout=dict(self._layout))
         if measurement.ok:
-            self._last = {
-                k: v for k, v in measurement.metrics.items() if k.startswith(STATE_PREFIXES)
-            }
+            metrics = measurement.metrics.items()
+            collected = {k: v for k, v in metrics if k.startswith(COLLECTED)}
+            if not any(k.startswith(("mgr.", "node.")) for k in collected):  # no exporter
+                collected.update((k, v) for k, v in metrics if k.startswith(FALLBACK))
+            self._last = collected
+
+    def state(self) -> dict[str, float]:
+        """Magpie's state: the last run's server metrics from ceph-mgr's prometheus module
+        and the node exporter, and its client metrics from ceph-fuse (stortune's own /proc
+        and perf-dump sampling when no exporter answered)."""
+        return dict(self._last)
 
     def fuse_perf(self) -> dict[str, Any]:
         """ceph-fuse's perf counters, through its admin socket."""
