@@ -309,7 +309,7 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
             c = store.campaign(campaign)
             best = campaign_best(c, store.trials(c.id))
             if best is not None:
-                configs[label] = stack.validate(_full(best.config, c))
+                configs[label] = stack.validate(full_config(best.config, c))
         configs["sample"] = best_row
         verify_all(store, f"{w}-bo-verify", f"{w}-bo", target, stack, configs, args.verify, console)
         campaigns["sample"] = sample
@@ -319,7 +319,7 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
     return rows
 
 
-def _full(config: Config, campaign: Any) -> Config:
+def full_config(config: Config, campaign: Any) -> Config:
     """A tuned config of a pinned space, with its held values (the whole stack's config)."""
     from stortune.measure.campaigns import space_of
 
@@ -397,7 +397,7 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         c = store.campaign(campaign)
         best = campaign_best(c, store.trials(c.id))
         if best is not None:
-            configs[label] = whole.validate(_full(best.config, c))
+            configs[label] = whole.validate(full_config(best.config, c))
     three = CephTarget(whole, osds=3, health_timeout=120)
     verify_all(store, "ceph-bo-verify", "ceph-bo", three, whole, configs, args.verify, console)
     rows = []

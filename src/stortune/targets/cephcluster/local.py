@@ -214,8 +214,12 @@ class LocalCluster:
         return lines[-1][-300:] if lines else "(nothing logged)"
 
     def stop(self, names: Iterable[str]) -> list[str]:
-        """SIGTERM the daemons and wait for them; return those that needed SIGKILL."""
+        """SIGTERM the daemons and wait for them; return those that needed SIGKILL. The MDS
+        goes first, alone: it flushes its journal to the OSDs on the way down, and waits a
+        minute for OSDs that stopped beside it."""
         names = [n for n in names if n in self.pids]
+        if MDS in names and len(names) > 1:
+            return self.stop([MDS]) + self.stop([n for n in names if n != MDS])
         for name in names:
             if self.running(name):
                 with contextlib.suppress(ProcessLookupError):
@@ -272,8 +276,7 @@ class LocalCluster:
     def destroy(self) -> list[str]:
         """Stop every daemon and remove the directory; return the daemons that needed SIGKILL."""
         log.info("stopping %s and removing %s", ", ".join(self.pids) or "no daemon", self.root)
-        # the MDS first: it flushes its journal to the OSDs on the way down
-        killed = self.stop([MDS]) + self.stop(list(self.pids))
+        killed = self.stop(list(self.pids))
         self.release_owner()
         shutil.rmtree(self.root, ignore_errors=True)
         return killed
