@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev postgresql)
 packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target
-packages+=(ceph-mds ceph-fuse attr)  # the cephfs target (attr: getfattr reads layouts back)
+packages+=(ceph-mds ceph-fuse attr prometheus-node-exporter)  # the cephfs target (attr: getfattr)
 packages+=(libfuse2)  # the simulated disk of `stortune.profile.simdisk` (fusepy loads it)
 packages+=(chromium)  # the report's browser test
 missing=()

@@ -100,7 +100,8 @@ def store(tmp_path: Path) -> Store:
 
 def ensure_ceph() -> None:
     """Install Debian's Ceph packages when missing (root only), as `make test` would."""
-    if all(shutil.which(tool) for tool in ("ceph-osd", "ceph-mds", "ceph-fuse")):
+    tools = ("ceph-osd", "ceph-mds", "ceph-fuse", "getfattr", "prometheus-node-exporter")
+    if all(shutil.which(tool) for tool in tools):
         return
     if os.geteuid() != 0:
         pytest.skip("Ceph is not installed and installing it needs root")
