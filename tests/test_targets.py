@@ -141,5 +141,5 @@ def test_ceph_options_choose_the_mode_and_rados_workloads() -> None:
     table = TableTarget.of(from_frame(pd.DataFrame({"a": [1], "y+": [1.0]}), source="t.csv"))
     with pytest.raises(StortuneError, match="measures by itself: it takes no --workload"):
         TargetOptions("table", ["fileserver"]).workloads(table)
-    with pytest.raises(StortuneError, match="--osds is an option of the ceph target"):
+    with pytest.raises(StortuneError, match="--osds is an option of the ceph / cephfs target"):
         TargetOptions("localfs", values={"osds": 3}).build(None)
