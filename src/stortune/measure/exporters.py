@@ -95,6 +95,21 @@ class Exporter:
     url: str
     families: tuple[str, ...]
 
+    def wait_ready(self, sample: str, timeout: float) -> bool:
+        """Whether the exporter serves `sample` within `timeout` seconds (a freshly enabled
+        mgr module answers before it has the daemons' counters: a run's rates need them at
+        its start)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if any(k.split("{")[0] == sample for k in scrape(self.url, self.families)):
+                    return True
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
 
 @dataclass
 class ExporterSampler:

@@ -53,6 +53,8 @@ from stortune.workloads.base import Measurement, Need, Venue, Workload
 LAYOUT_LAYER = "layout"
 FUSE_CLIENT = "client.fuse"  # the name ceph-fuse mounts with: the client options' section
 NODE_EXPORTER = "exporter.node"
+READY_SAMPLES = ("ceph_osd_op_w_total", "node_cpu_seconds_total")  # served: the exporter is up
+EXPORTER_WAIT = 60.0
 COLLECTED = ("mgr.", "node.", "fuse.")  # the state: real collectors and the client
 FALLBACK = ("ceph.", "sys.")  # stortune's own sampling, when no exporter answers
 FUSE_COUNTERS = {  # ceph-fuse's perf dump: the client side of Magpie's state
@@ -154,6 +156,9 @@ class CephFSTarget(CephTarget):
             Exporter("mgr", f"http://127.0.0.1:{mgr_port}/metrics", CEPH_FAMILIES),
             Exporter("node", f"http://127.0.0.1:{node_port}/metrics", NODE_FAMILIES),
         ]
+        for exporter, sample in zip(self.exporters, READY_SAMPLES, strict=True):
+            if not exporter.wait_ready(sample, EXPORTER_WAIT):
+                log.warning("the %s exporter does not serve %s yet", exporter.name, sample)
 
     def teardown(self) -> None:
         try:
