@@ -276,6 +276,9 @@ class LocalCluster:
     def destroy(self) -> list[str]:
         """Stop every daemon and remove the directory; return the daemons that needed SIGKILL."""
         log.info("stopping %s and removing %s", ", ".join(self.pids) or "no daemon", self.root)
+        if MDS in self.pids and self.running(MDS):  # its journal goes with the directory
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pids[MDS], signal.SIGKILL)
         killed = self.stop(list(self.pids))
         self.release_owner()
         shutil.rmtree(self.root, ignore_errors=True)
