@@ -14,7 +14,6 @@ which.
 from __future__ import annotations
 
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -129,7 +128,7 @@ class ExporterSampler:
     def _scrape(self, exporter: Exporter) -> dict[str, Sample]:
         try:
             return scrape(exporter.url, exporter.families)
-        except (OSError, urllib.error.URLError, ValueError):
+        except (OSError, ValueError):  # URLError is an OSError
             if exporter.name not in self.missing:
                 self.missing.append(exporter.name)
             return {}

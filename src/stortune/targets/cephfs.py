@@ -28,7 +28,6 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,8 +204,8 @@ class CephFSTarget(CephTarget):
         layout = {n for n in values if n in space and space[n].layer == LAYOUT_LAYER}
         return super()._settings({k: v for k, v in values.items() if k not in layout}, space)
 
-    def layout_of(self, config: Config) -> dict[str, int]:
-        values, space = self._full_config(config)
+    @staticmethod
+    def _layout_of(values: Config, space: Space) -> dict[str, int]:
         layout = dict(DEFAULT_LAYOUT)
         for name in LAYOUT_FIELDS:
             if name in space and space[name].layer == LAYOUT_LAYER:
@@ -214,8 +213,8 @@ class CephFSTarget(CephTarget):
         return layout
 
     def apply(self, config: Config) -> None:
-        layout = self.layout_of(config)  # invalid configs fail before anything changes
-        values, space = self._full_config(config)
+        values, space = self._full_config(config)  # invalid configs fail before any change
+        layout = self._layout_of(values, space)
         self.setup()
         if self._settings(values, space) != self._db:  # a remount at least: not while mounted
             self._unmount()
@@ -270,10 +269,6 @@ class CephFSTarget(CephTarget):
         """ceph-fuse's perf counters, through its admin socket."""
         data = asok_command(self.fuse_asok, "perf dump")
         return data if isinstance(data, dict) else {}
-
-    def layout_now(self) -> Mapping[str, int]:
-        """The layout the next run's directory gets."""
-        return dict(self._layout)
 
 
 class FuseSampler:

@@ -102,7 +102,6 @@ class BOTuner(Tuner):
         self._seen: set[str] = set()
         self._hyper: dict[str, torch.Tensor] | None = None
         self._repeats = True  # off once a repeat shows the target deterministic
-        self._first_value: dict[str, float] = {}
 
     @property
     def search_space(self) -> Space:
@@ -152,12 +151,11 @@ class BOTuner(Tuner):
 
     def _observe(self, config: Config, value: float | None) -> None:
         key = config_key(config)
-        if value is not None:
-            first = self._first_value.get(key)
-            if first is None:
-                self._first_value[key] = value
-            elif abs(value - first) <= SAME * max(abs(first), 1e-12):
-                self._repeats = False  # a repeat gave the same value: nothing to average
+        earlier = (o.value for o in self.history[:-1] if config_key(o.config) == key)
+        first = next((v for v in earlier if v is not None), None)  # the history holds this tell
+        same = first is not None and value is not None
+        if same and abs(value - first) <= SAME * max(abs(first), 1e-12):
+            self._repeats = False  # a repeat gave the same value: nothing to average
         self._seen.add(key)
         if self.pool is not None:
             self.pool.close(config)
