@@ -37,6 +37,10 @@ from stack_gains import (
     exists,
     finish,
     full_config,
+    gain_cell,
+    json_plain,
+    minutes_cell,
+    number,
     rows_for,
     verify_all,
 )
@@ -141,25 +145,19 @@ def write(path: Path, rows: list[dict[str, Any]], settings: dict[str, Any]) -> N
     result = {"bench": "magpie", "when": time.strftime("%Y-%m-%d %H:%M:%S"), "rows": rows}
     result["settings"] = settings
     path.parent.mkdir(parents=True, exist_ok=True)
-    plain = lambda v: v.item() if hasattr(v, "item") else str(v)  # noqa: E731 - numpy scalars
-    path.write_text(json.dumps(result, indent=1, default=plain) + "\n")
+    path.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    def x(value: Any) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
     lines = [
         "| workload | tuner | steps | minutes | default MiB/s | gain (90% CI) | Magpie on Lustre |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ci = f"{x(r.get('gain'))}x ({x(r.get('ci_low'))}-{x(r.get('ci_high'))})"
         paper = f"{r['paper_gain']:.2f}x" if r.get("paper_gain") else "-"
-        minutes = f"{r['seconds'] / 60:.0f}" if r.get("seconds") else "-"
         lines.append(
-            f"| {r['workload']} | {r['tuner']} | {r['steps']} | {minutes} "
-            f"| {x(r.get('default_mean'))} | {ci} | {paper} |"
+            f"| {r['workload']} | {r['tuner']} | {r['steps']} | {minutes_cell(r)} "
+            f"| {number(r.get('default_mean'))} | {gain_cell(r)} | {paper} |"
         )
     return "\n".join(lines)
 

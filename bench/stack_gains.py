@@ -503,10 +503,11 @@ def write(
         "rows": kept + rows,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1, default=_plain) + "\n")
+    RESULTS.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
 
 
-def _plain(value: Any) -> Any:
+def json_plain(value: Any) -> Any:
+    """JSON for numpy scalars and non-finite floats (null)."""
     if hasattr(value, "item"):
         return value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -519,27 +520,38 @@ def risky_values(row: dict[str, Any]) -> str:
     return ", ".join(risk.split(":", 1)[0] for risk in row.get("risks") or [])
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    def x(value: Any) -> str:
-        return f"{value:.2f}" if isinstance(value, int | float) and math.isfinite(value) else "-"
+def number(value: Any) -> str:
+    """A table cell: two decimals, or - for none."""
+    return f"{value:.2f}" if isinstance(value, int | float) and math.isfinite(value) else "-"
 
+
+def gain_cell(row: dict[str, Any]) -> str:
+    """A verified gain with its 90% CI, as the tables print it."""
+    return f"{number(row.get('gain'))}x ({number(row.get('ci_low'))}-{number(row.get('ci_high'))})"
+
+
+def minutes_cell(row: dict[str, Any]) -> str:
+    return f"{row['seconds'] / 60:.0f}" if row.get("seconds") else "-"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| workload | tuner | risk | evals | runs | minutes | default | gain (90% CI) "
         "| in loop | risky values |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ci = f"{x(r.get('gain'))}x ({x(r.get('ci_low'))}-{x(r.get('ci_high'))})"
+        ci = gain_cell(r)
         loop = (
-            f"{x(r['in_loop'])}x ({x(r['in_loop_low'])}-{x(r['in_loop_high'])})"
+            f"{number(r['in_loop'])}x ({number(r['in_loop_low'])}-{number(r['in_loop_high'])})"
             if "in_loop" in r
             else ""
         )
-        minutes = f"{r['seconds'] / 60:.0f}" if r.get("seconds") else "-"
+        minutes = minutes_cell(r)
         lines.append(
             f"| {r['workload']} | {r['tuner']} | {'allowed' if r['risk_allowed'] else 'safe'} | "
             f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
-            f"{x(r.get('default_mean'))} | {ci} | {loop} | {risky_values(r)} |"
+            f"{number(r.get('default_mean'))} | {ci} | {loop} | {risky_values(r)} |"
         )
     return "\n".join(lines)
 
