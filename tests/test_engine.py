@@ -244,6 +244,31 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
     ]  # fmt: skip
 
 
+def test_a_scalarised_verification_states_each_metrics_gain_from_the_same_runs(
+    store: Store, bench: Path
+) -> None:
+    from stortune.measure.objective import Objective
+    from stortune.measure.verify import stored_gains
+
+    space = parse_space(OK_ONLY)
+    tune(
+        store, "pair", space, target(bench), ["score:max", "side.x:max"], seed=2, budget=4,
+        repetitions=1, baseline=True, verify=3,
+    )  # fmt: skip
+    tuned = store.campaign("pair")
+    best = next(
+        t for t in store.trials(store.campaign("pair-verify").id) if t.info["label"] == "best"
+    )
+    x = best.config["x"]  # the default's x is 1: its score is 6
+    score = stored_gains(store, tuned, Objective("score"))["best"]
+    side = stored_gains(store, tuned, Objective("side.x"))["best"]
+    assert score.gain == pytest.approx((10 - (x - 3) ** 2) / 6 - 1)
+    assert side.gain == pytest.approx(x / 1 - 1)
+    assert score.n_best == side.n_best == 3
+    scalarised = stored_gains(store, tuned)["best"]  # the campaign's own objective
+    assert scalarised.gain not in (pytest.approx(score.gain), pytest.approx(side.gain))
+
+
 NOISY = textwrap.dedent(
     """\
     import json, sys

@@ -200,10 +200,12 @@ def latest_verification(store: Store, tuned: Campaign) -> Campaign | None:
     return None
 
 
-def label_values(store: Store, verification: Campaign) -> dict[str, list[float]]:
-    """Each label's objective value per repetition (workloads combined; a repetition with a
-    failed workload is left out)."""
-    objective = Objective.from_dict(verification.objective)
+def label_values(
+    store: Store, verification: Campaign, objective: Objective | None = None
+) -> dict[str, list[float]]:
+    """Each label's objective value (the verification's own, or `objective`) per repetition
+    (workloads combined; a repetition with a failed workload is left out)."""
+    objective = objective or Objective.from_dict(verification.objective)
     n_workloads = len(verification.workload.get("workloads", [])) or 1
     values: dict[str, list[float]] = {}
     for trial in store.trials(verification.id):
@@ -219,17 +221,21 @@ def label_values(store: Store, verification: Campaign) -> dict[str, list[float]]
     return values
 
 
-def stored_gains(store: Store, tuned: Campaign) -> dict[str, Gain]:
+def stored_gains(
+    store: Store, tuned: Campaign, objective: Objective | None = None
+) -> dict[str, Gain]:
     """Each re-measured config's gain over the default in the latest verification (best and
-    any config compared with), for the labels measured successfully."""
+    any config compared with), for the labels measured successfully. The gain is on the
+    campaign's objective, or on `objective` (one metric of a scalarised pair, say: the same
+    runs say how throughput and IOPS moved separately)."""
     campaign = latest_verification(store, tuned)
     if campaign is None:
         return {}
-    values = label_values(store, campaign)
+    objective = objective or Objective.from_dict(campaign.objective)
+    values = label_values(store, campaign, objective)
     default = values.pop("default", [])
     if not default:
         return {}
-    objective = Objective.from_dict(campaign.objective)
     return gains_over(objective.metric, objective.direction, default, values)
 
 
