@@ -208,20 +208,25 @@ class CephTarget(Target):
     def _setup_existing(self) -> None:
         assert self.conf is not None
         self._client = CephClient(self.conf, self.keyring)
+        self._check_existing()
+        self._osd_ids = [int(i) for i in self.client.json("osd", "ls") or []]
+        self._pg_per_osd = self._default_pg()  # the pool as it is counts as the default
+        self._tolerated = status(self.client).checks  # standing warnings are not ours
+        sections = {"global", "client", *itertools.chain(*self.layer_sections.values())}
+        for entry in self.client.json("config", "dump") or []:
+            section, name = entry.get("section", ""), entry.get("name", "")
+            if name in self.space and section in sections:
+                self._found[name] = (section, str(entry.get("value", "")))
+        self._db = self._found_values()
+
+    def _check_existing(self) -> None:
+        """What the existing cluster must have before anything is changed: the bench pool."""
         pools = self.client.json("osd", "pool", "ls") or []
         if self.pool not in pools:
             raise TargetError(
                 f"pool {self.pool!r} does not exist on the cluster of {self.conf} "
                 "(the existing mode never creates or deletes pools: make it first)"
             )
-        self._osd_ids = [int(i) for i in self.client.json("osd", "ls") or []]
-        self._pg_per_osd = self._default_pg()  # the pool as it is counts as the default
-        self._tolerated = status(self.client).checks  # standing warnings are not ours
-        for entry in self.client.json("config", "dump") or []:
-            section, name = entry.get("section", ""), entry.get("name", "")
-            if name in self.space and section in ("global", "osd", "mon", "mgr", "client"):
-                self._found[name] = (section, str(entry.get("value", "")))
-        self._db = self._found_values()
 
     def _found_values(self) -> dict[str, str]:
         return {name: value for name, (_, value) in self._found.items()}
@@ -314,16 +319,17 @@ class CephTarget(Target):
         names = []
         if "osd" in kinds:
             names += [f"osd.{i}" for i in self._osd_ids]
-        for kind in ("mon", "mgr"):
-            if kind in kinds:
-                names += [f"{kind}.{n}" for n in self._daemon_names(kind)]
+        for kind in sorted(kinds - {"osd"}):
+            names += [f"{kind}.{n}" for n in self._daemon_names(kind)]
         return names
 
     def _daemon_names(self, kind: str) -> list[str]:
         if kind == "mon":
             return [m["name"] for m in (self.client.json("mon", "dump") or {}).get("mons", [])]
-        data = self.client.json("mgr", "dump") or {}
-        return [data["active_name"]] if data.get("active_name") else []
+        if kind == "mgr":
+            data = self.client.json("mgr", "dump") or {}
+            return [data["active_name"]] if data.get("active_name") else []
+        raise TargetError(f"this target cannot name an existing cluster's {kind} daemons")
 
     def sections_of(self, name: str) -> tuple[str, ...]:
         """Where an option goes in the config database: the section it was found in, else the

@@ -18,15 +18,28 @@ cheapest applied last:
 
 A value Ceph refuses (a layout whose object size is not a multiple of its stripe unit, an option
 a daemon will not take) makes the trial fail with Ceph's reason, and the cluster goes back to the
-default config. An existing CephFS (``--ceph-conf``) is not supported yet: the target refuses it.
+default config.
+
+An existing CephFS (``--ceph-conf``, ``--fs-name`` when the cluster has several): stortune mounts
+it with ceph-fuse as ``client.ID`` (``--fuse-id``; its key in ``--keyring`` when the cluster uses
+auth) under its state folder and writes only in a directory of its own,
+``stortune-HOST-PID``, removed at teardown (a crashed run's is removed by the next target on the
+same host). It never creates or deletes a file system or a pool. Layouts and client options
+apply as above; MDS and OSD options need ``--allow-restart`` and a restart command, as for the
+``ceph`` target; every option changed is put back at teardown. The state comes from the
+cluster's exporters named by URL (``--mgr-exporter``, ``--node-exporter``) and ceph-fuse's
+counters, else from ``ceph tell`` perf dumps and this machine's /proc.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import os
 import re
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +48,17 @@ from typing import Any
 from stortune.errors import StortuneError, TargetError
 from stortune.measure.exporters import CEPH_FAMILIES, NODE_FAMILIES, Exporter, ExporterSampler
 from stortune.space import Config, Space
+from stortune.targets import mounts
+from stortune.targets.base import setting
 from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.targets.cephcluster import perf
 from stortune.targets.cephcluster.client import asok_command
 from stortune.targets.cephcluster.fs import (
+    FS_NAME,
     LAYOUT_FIELDS,
     FuseMount,
+    active_mds,
+    filesystems,
     make_filesystem,
     set_layout,
     wait_active,
@@ -50,7 +68,7 @@ from stortune.targets.journal import Journal, StateFolder
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 LAYOUT_LAYER = "layout"
-FUSE_CLIENT = "client.fuse"  # the name ceph-fuse mounts with: the client options' section
+FUSE_ID = "fuse"  # ceph-fuse mounts as client.fuse: the client options' section
 NODE_EXPORTER = "exporter.node"
 READY_SAMPLES = ("ceph_osd_op_w_total", "node_cpu_seconds_total")  # served: the exporter is up
 EXPORTER_WAIT = 60.0
@@ -67,12 +85,39 @@ FUSE_COUNTERS = {  # ceph-fuse's perf dump: the client side of Magpie's state
 }
 DEFAULT_LAYOUT = {"stripe_unit": 4 << 20, "stripe_count": 1, "object_size": 4 << 20}
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_ID = re.compile(r"[A-Za-z0-9_.-]+")
+_instances = itertools.count()
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class CephFSSettings(CephSettings):
-    """The ``ceph`` target's settings (local mode only)."""
+    """The ``ceph`` target's settings, the mount's, and an existing cluster's exporters."""
+
+    fs_name: str | None = setting(
+        None,
+        flag="--fs-name",
+        help="cephfs: with --ceph-conf, the file system to mount \\[default: the cluster's "
+        "only one].",
+    )
+    fuse_id: str = setting(
+        FUSE_ID,
+        flag="--fuse-id",
+        help="cephfs: the client ID ceph-fuse mounts as (its key in --keyring when the cluster "
+        "uses auth); tuned client options go to client.ID in the config database.",
+    )
+    mgr_exporter: str | None = setting(
+        None,
+        flag="--mgr-exporter",
+        help="cephfs: with --ceph-conf, the URL of the cluster's ceph-mgr prometheus module "
+        "(http://HOST:9283/metrics), for the tuner's state.",
+    )
+    node_exporter: str | None = setting(
+        None,
+        flag="--node-exporter",
+        help="cephfs: with --ceph-conf, the URL of a prometheus-node-exporter on a server of "
+        "the cluster (http://HOST:9100/metrics), for the tuner's state.",
+    )
 
 
 class CephFSTarget(CephTarget):
@@ -80,12 +125,12 @@ class CephFSTarget(CephTarget):
 
     kind = "cephfs"
     Settings = CephFSSettings
-    summary = "CephFS on a local Ceph mini-cluster, mounted with ceph-fuse (root)"
+    summary = "CephFS on a local Ceph mini-cluster or an existing one, through ceph-fuse (root)"
     provides = frozenset({Need.DIRECTORY})
     default_workloads = ("fileserver",)
     default_space = "cephfs"
+    settings: CephFSSettings
     daemon_layers = {**DAEMON_LAYERS, "mds": ("mds",)}
-    layer_sections = {**LAYER_SECTIONS, "mds": ("mds",), "client": (FUSE_CLIENT,)}
 
     def __init__(
         self,
@@ -94,14 +139,22 @@ class CephFSTarget(CephTarget):
         **values: Any,
     ) -> None:
         super().__init__(space, settings, **values)
-        if self.mode != "local":
+        s = self.settings
+        given = [s.fs_name, s.mgr_exporter, s.node_exporter]
+        if self.mode == "local" and any(v is not None for v in given):
             raise TargetError(
-                "the cephfs target runs on a local mini-cluster it makes itself; "
-                "an existing CephFS (--ceph-conf) is not supported yet"
+                "--fs-name, --mgr-exporter and --node-exporter are an existing CephFS's: "
+                "give its --ceph-conf too"
             )
+        if not _ID.fullmatch(s.fuse_id):
+            raise TargetError(f"--fuse-id {s.fuse_id!r}: letters, digits, '_', '.', '-' only")
+        self.fs_name = s.fs_name or FS_NAME
+        self.fuse_client = f"client.{s.fuse_id}"
+        self.layer_sections = {**LAYER_SECTIONS, "mds": ("mds",), "client": (self.fuse_client,)}
         self._folder = StateFolder(self.state_dir, lock=self._lock)
         self._journal: Journal | None = None
         self._fuse: FuseMount | None = None
+        self._root: Path | None = None  # existing mode: the folder of the mount point
         self._layout = dict(DEFAULT_LAYOUT)
         self.exporters: list[Exporter] = []
 
@@ -159,35 +212,111 @@ class CephFSTarget(CephTarget):
             if not exporter.wait_ready(sample, EXPORTER_WAIT):
                 log.warning("the %s exporter does not serve %s yet", exporter.name, sample)
 
+    def _setup_existing(self) -> None:
+        self._journal = self._folder.open()  # unmounts what a crashed run left mounted
+        try:
+            self._remove_stale_roots()
+            super()._setup_existing()  # the client, the file system checked, options found
+            self._root = self.state_dir / f"cephfs-{os.getpid()}-{next(_instances)}"
+            self._root.mkdir()
+            s = self.settings
+            urls = {
+                "mgr": (s.mgr_exporter, CEPH_FAMILIES),
+                "node": (s.node_exporter, NODE_FAMILIES),
+            }
+            self.exporters = [Exporter(n, u, f) for n, (u, f) in urls.items() if u is not None]
+            self._mount()
+            self._remove_stale_bench_dirs()
+            self.bench_root.mkdir()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _check_existing(self) -> None:
+        """The file system exists (the only one when none is named) and has an active MDS."""
+        names = filesystems(self.client)
+        if self.settings.fs_name is None and len(names) == 1:
+            self.fs_name = names[0]
+        if self.fs_name not in names:
+            known = ", ".join(names) or "none"
+            raise TargetError(
+                f"no CephFS {self.fs_name!r} on the cluster of {self.conf} (it has: {known}; "
+                "--fs-name names one; the existing mode never creates a file system)"
+            )
+        if not active_mds(self.client, self.fs_name):
+            raise TargetError(f"CephFS {self.fs_name!r} has no active MDS")
+
+    def _daemon_names(self, kind: str) -> list[str]:
+        if kind == "mds":
+            return active_mds(self.client, self.fs_name)
+        return super()._daemon_names(kind)
+
+    def _remove_stale_roots(self) -> None:
+        """Mount folders of this target's dead runs (their mounts were undone by now)."""
+        for root in self.state_dir.glob("cephfs-*-*"):
+            pid = root.name.split("-")[1]
+            if pid.isdigit() and not _alive(int(pid)) and not mounts.is_mounted(root / "mnt"):
+                shutil.rmtree(root, ignore_errors=True)
+
+    def _remove_stale_bench_dirs(self) -> None:
+        """Benchmark directories that dead runs on this host left in the existing CephFS."""
+        prefix = f"stortune-{_host()}-"
+        for old in self.mount_point.glob(f"{prefix}*"):
+            pid = old.name[len(prefix) :]
+            if pid.isdigit() and not _alive(int(pid)):
+                log.info("removing %s, left by a run that ended without teardown", old)
+                shutil.rmtree(old, ignore_errors=True)
+
     def teardown(self) -> None:
         try:
+            if self._root is not None and self._fuse is not None and self._fuse.mounted:
+                shutil.rmtree(self.bench_root, ignore_errors=True)  # ours, in their CephFS
             self._unmount()
         finally:
             try:
-                super().teardown()  # the cluster and its daemons
+                super().teardown()  # the cluster and its daemons, or the options put back
             finally:
                 self._fuse, self._journal = None, None
+                root, self._root = self._root, None
+                if root is not None and not mounts.is_mounted(root / "mnt"):
+                    shutil.rmtree(root, ignore_errors=True)  # the empty mount point, a log
                 self._folder.close()  # the journal's mount entry, the state folder's lock
 
     # ---- the mount ------------------------------------------------------------------------
     @property
+    def _folder_of_mount(self) -> Path:
+        if self._cluster is not None:
+            return self._cluster.root
+        if self._root is None:
+            raise TargetError("the cephfs target is not set up")
+        return self._root
+
+    @property
     def mount_point(self) -> Path:
-        assert self._cluster is not None
-        return self._cluster.root / "mnt"
+        return self._folder_of_mount / "mnt"
+
+    @property
+    def bench_root(self) -> Path:
+        """Where runs write: the whole mount on stortune's own cluster, a directory of its
+        own on an existing one."""
+        if self._cluster is not None:
+            return self.mount_point
+        return self.mount_point / f"stortune-{_host()}-{os.getpid()}"
 
     def _mount(self) -> None:
-        assert self._cluster is not None and self._journal is not None
-        wait_active(self.client, self.health_timeout)
-        conf = self._cluster.conf
-        if f"[{FUSE_CLIENT}]" not in conf.read_text():  # a rebuilt cluster has a fresh file
-            with conf.open("a") as out:  # ceph-fuse's admin socket: its perf counters
-                out.write(f"[{FUSE_CLIENT}]\nadmin_socket = {self._cluster.asok(FUSE_CLIENT)}\n")
+        assert self._journal is not None
+        wait_active(self.client, self.health_timeout, self.fs_name)
         if self._fuse is None:
             self._journal.record("mount", mount_point=str(self.mount_point))
-            log_path = self._cluster.root / "log" / "ceph-fuse.out"
-            self._fuse = FuseMount(self._cluster.conf, self.mount_point, FUSE_CLIENT, log_path)
+            folder = self._folder_of_mount
+            log_path = folder / "log" / "ceph-fuse.out" if self._cluster else folder / "fuse.out"
+            conf = self._cluster.conf if self._cluster is not None else self.conf
+            assert conf is not None
+            self._fuse = FuseMount(
+                conf, self.mount_point, self.fuse_client, log_path, self.fs_name, self.keyring
+            )
         log.info("mounting CephFS on %s", self.mount_point)
-        self._fuse.mount()
+        self._fuse.mount({"admin_socket": str(self.fuse_asok)})  # its perf counters
 
     def _unmount(self) -> None:
         if self._fuse is not None:
@@ -195,8 +324,9 @@ class CephFSTarget(CephTarget):
 
     @property
     def fuse_asok(self) -> Path:
-        assert self._cluster is not None
-        return self._cluster.asok(FUSE_CLIENT)
+        if self._cluster is not None:
+            return self._cluster.asok(self.fuse_client)
+        return self._folder_of_mount / f"{self.fuse_client}.asok"
 
     # ---- apply ----------------------------------------------------------------------------
     def _settings(self, values: Config, space: Space) -> dict[str, str]:
@@ -222,7 +352,7 @@ class CephFSTarget(CephTarget):
                 super().apply(config)
             finally:
                 self._mount()
-        probe = self.mount_point / ".stortune-layout"  # Ceph's own verdict on the layout now
+        probe = self.bench_root / ".stortune-layout"  # Ceph's own verdict on the layout now
         probe.mkdir(exist_ok=True)
         set_layout(probe, layout)
         self._layout = layout
@@ -231,8 +361,8 @@ class CephFSTarget(CephTarget):
     def venue(self, workload: Workload) -> Venue:
         if self._fuse is None or not self._fuse.mounted:
             raise TargetError("CephFS is not mounted: apply a config before running")
-        workdir = self.mount_point / (_NAME.sub("_", workload.name) or "workload")
-        for other in self.mount_point.iterdir():  # the layout holds for files made after it
+        workdir = self.bench_root / (_NAME.sub("_", workload.name) or "workload")
+        for other in self.bench_root.iterdir():  # the layout holds for files made after it
             if other.is_dir():
                 shutil.rmtree(other, ignore_errors=True)
         workdir.mkdir()
@@ -319,3 +449,18 @@ class FuseSampler:
             if self._usage is not None:
                 out["fuse.cpu_pct"] = 100.0 * (end_usage[0] - self._usage[0]) / seconds
         return out
+
+
+def _host() -> str:
+    return _NAME.sub("_", socket.gethostname()) or "host"
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of this host has this pid (a benchmark directory's owner)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True

@@ -41,35 +41,50 @@ def make_filesystem(client: CephClient, data_pgs: int = 32, metadata_pgs: int = 
     client.ceph("fs", "set", FS_NAME, "standby_count_wanted", "0")
 
 
-def active_mds(client: CephClient) -> list[str]:
+def filesystems(client: CephClient) -> list[str]:
+    """The names of the cluster's file systems."""
+    return [str(fs.get("name", "")) for fs in client.json("fs", "ls") or []]
+
+
+def active_mds(client: CephClient, fs_name: str = FS_NAME) -> list[str]:
     """Names of the MDS daemons that hold an active rank of the file system."""
     dump = client.json("fs", "dump") or {}
     names = []
     for fs in dump.get("filesystems", []):
         mdsmap = fs.get("mdsmap", {})
-        if mdsmap.get("fs_name") != FS_NAME:
+        if mdsmap.get("fs_name") != fs_name:
             continue
         names += [i["name"] for i in mdsmap.get("info", {}).values() if i["state"] == "up:active"]
     return names
 
 
-def wait_active(client: CephClient, timeout: float) -> None:
+def wait_active(client: CephClient, timeout: float, fs_name: str = FS_NAME) -> None:
     """Wait until an MDS is active for the file system (TargetError after `timeout`)."""
     deadline = time.monotonic() + timeout
-    while not active_mds(client):
+    while not active_mds(client, fs_name):
         if time.monotonic() > deadline:
-            raise TargetError(f"no MDS became active for {FS_NAME} within {timeout:.0f} s")
+            raise TargetError(f"no MDS became active for {fs_name} within {timeout:.0f} s")
         time.sleep(0.5)
 
 
 class FuseMount:
     """One ceph-fuse mount of the file system (see the module doc)."""
 
-    def __init__(self, conf: Path, mount_point: Path, name: str, log: Path) -> None:
+    def __init__(
+        self,
+        conf: Path,
+        mount_point: Path,
+        name: str,
+        log: Path,
+        fs_name: str = FS_NAME,
+        keyring: Path | None = None,
+    ) -> None:
         self.conf = conf
         self.mount_point = mount_point
         self.name = name
         self.log = log
+        self.fs_name = fs_name
+        self.keyring = keyring
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,7 +98,9 @@ class FuseMount:
         if tool is None:
             raise TargetError("ceph-fuse is not installed (see scripts/install-system.sh)")
         self.mount_point.mkdir(parents=True, exist_ok=True)
-        argv = [tool, "-c", str(self.conf), "-n", self.name, "-f", f"--client_fs={FS_NAME}"]
+        argv = [tool, "-c", str(self.conf), "-n", self.name, "-f", f"--client_fs={self.fs_name}"]
+        if self.keyring is not None:
+            argv += ["-k", str(self.keyring)]
         argv += [f"--{key}={value}" for key, value in (options or {}).items()]
         argv.append(str(self.mount_point))
         with open(self.log, "ab") as out:
