@@ -2,12 +2,18 @@
 and a file system, made here as a user's cluster would be, which the target must leave as it
 found it. It mounts the file system, writes only in a directory of its own, applies layouts and
 client options (put back at teardown), refuses restarts it was not allowed, and leaves the
-user's files, the file system and the config database as they were, with nothing mounted.
+user's files, the file system and the config database as they were, with nothing mounted; a
+run killed with SIGKILL leaves neither mount nor directory once the next target starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +115,45 @@ def test_an_existing_cephfs_is_tuned_and_left_as_it_was(
     with user_mount(cluster) as mnt:
         assert sorted(p.name for p in mnt.iterdir()) == ["projects"]  # our directory is gone
         assert (mnt / USER_FILE).read_text() == "the user's data\n"
+
+
+KILLED = """
+import sys, time
+from stortune.targets.cephfs import CephFSTarget
+target = CephFSTarget("cephfs", conf=sys.argv[1], state_dir=sys.argv[2], health_timeout=120)
+target.setup()
+(target.bench_root / "file").write_text("written by a run that dies")
+print(target.bench_root.name, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_run_on_an_existing_cephfs_leaves_nothing_once_the_next_starts(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    argv = [sys.executable, "-c", KILLED, str(cluster.conf), str(state)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        left = proc.stdout.readline().strip()
+        assert left.startswith("stortune-")
+        os.killpg(proc.pid, signal.SIGKILL)  # its mount and its directory stay
+        proc.wait()
+        assert leftovers(str(state))[0]
+        target = CephFSTarget("cephfs", conf=str(cluster.conf), state_dir=state)
+        try:
+            target.setup()  # unmounts the dead run's mount, removes its directory
+            assert not (target.mount_point / left).exists()
+            assert [p.name for p in state.glob("cephfs-*")] == [target.mount_point.parent.name]
+        finally:
+            target.teardown()
+        assert leftovers(str(state)) == ([], "")
+        with user_mount(cluster) as mnt:
+            assert sorted(p.name for p in mnt.iterdir()) == ["projects"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_an_existing_cluster_without_that_file_system_is_refused(
