@@ -324,6 +324,7 @@ def markdown(rows: list[dict], noise: float) -> str:
             lines.append(f"| {name} | {row['tuner']} | not installed: {row['not_installed']} |")
             continue
         if not row["seeds"]:
+            lines.append(f"| {name} | {row['tuner']} | no campaign finished yet |")
             continue
         lines.append(
             f"| {name} | {row['tuner']} | {row['seeds']}/{row['noisy_seeds']} "
