@@ -43,6 +43,8 @@ from stack_gains import (
     minutes_cell,
     number,
     rows_for,
+    runs_of,
+    seconds_of,
     verify_all,
 )
 
@@ -137,11 +139,15 @@ def workload_rows(
     verify_all(store, f"{mine}-verify", mine, target, space, configs, args.verify, console)
     steps = {"best": args.steps, "ddpg": args.steps, "bestconfig": args.steps}
     steps["ddpg-long"] = args.long
-    rows = rows_for(store, w, space, campaigns, {})
+    before = {"ddpg-long": seconds_of(store, short)}  # the 100 steps' time from step 1
+    rows = rows_for(store, w, space, campaigns, before if "ddpg-long" in campaigns else {})
     for row in rows:
         label = row["label"]
         row["tuner"] = {"best": DEFAULT_TUNER, "ddpg-long": "ddpg"}.get(label, label)
         row["steps"] = steps[label]
+        if label == "ddpg-long":
+            row["evaluations"] += args.steps  # the first campaign's, counted from step one
+            row["runs"] += runs_of(store, short)
         row["paper_gain"] = PAPER_GAIN.get(w) if label.startswith("ddpg") else None
     add_metric_gains(store, mine, rows)
     return rows
