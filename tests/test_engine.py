@@ -128,6 +128,37 @@ def test_apply_failure_fails_the_trial_and_the_loop_goes_on(store: Store) -> Non
     assert outcome.stopped_by == "budget" and store.campaign("a").status == "finished"
 
 
+def stops_iterating(*args: Any, **kwargs: Any) -> Any:
+    """A run that leaks a StopIteration, as a bare next() over an empty sequence would."""
+    raise StopIteration
+
+
+def test_a_stop_iteration_from_a_run_fails_the_campaign_instead_of_ending_its_budget(
+    store: Store, bench: Path
+) -> None:
+    space = parse_space(OK_ONLY)
+    leaking = target(bench)
+    leaking.run = stops_iterating  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="measuring ended an iterator"):
+        tune(store, "leak", space, leaking, budget=3, repetitions=1)
+    assert store.campaign("leak").status == "failed"
+
+
+def test_a_zombie_process_has_no_usage() -> None:
+    from stortune.targets.cephcluster.perf import process_usage
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child.pid}/stat").read_text().split(")")[-1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    try:
+        assert process_usage(child.pid) is None  # exited, not reaped: no VmRSS line
+        assert process_usage(os.getpid()) is not None
+    finally:
+        child.wait()
+
+
 def test_combine_workloads_uses_the_geometric_mean() -> None:
     assert combine_workloads([100.0, 1.0]) == pytest.approx(10.0)
     assert combine_workloads([-1.0, 3.0]) == pytest.approx(1.0)

@@ -269,10 +269,12 @@ class Runner:
         return outcome
 
     def _drive(self, plan: Plan) -> StopReason:
+        """Visit what the plan asks until it ends (the budget). Only the plan's own end counts
+        as that: a StopIteration escaping a target or a workload is a bug, not a budget spent."""
         visits = plan.visits()
         try:
-            visit = next(visits)
-            while True:
+            visit = next(visits, None)
+            while visit is not None:
                 if not self._time_for(visit):
                     return StopReason.TIME
                 try:
@@ -281,8 +283,9 @@ class Runner:
                     return StopReason.BUSY
                 except _OutOfTime:
                     return StopReason.TIME
-                visit = visits.send(result)
-        except StopIteration:
+                except StopIteration as exc:
+                    raise RuntimeError(f"measuring ended an iterator: {exc!r}") from exc
+                visit = _sent(visits, result)
             return StopReason.BUDGET
         finally:
             visits.close()
@@ -426,6 +429,14 @@ class Runner:
 
 class _OutOfTime(Exception):
     """The time budget ends before the next run could."""
+
+
+def _sent(visits: Generator[Visit, VisitResult, None], result: VisitResult) -> Visit | None:
+    """The plan's next visit after `result`, None when the plan is done."""
+    try:
+        return visits.send(result)
+    except StopIteration:
+        return None
 
 
 def _workload_values(target: Target, config: Mapping[str, Any]) -> dict[str, Any]:

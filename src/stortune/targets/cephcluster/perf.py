@@ -99,15 +99,18 @@ def osd_perf(data: Any) -> dict[int, dict[str, float]]:
 
 
 def process_usage(pid: int) -> tuple[float, float] | None:
-    """(CPU seconds used so far, resident MB) of a process; None when it is gone."""
+    """(CPU seconds used so far, resident MB) of a process; None when it is gone or a zombie
+    (a daemon that died and was not reaped yet has no memory to report)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
+    rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")]
+    if not rss:
+        return None
     cpu = (int(stat[11]) + int(stat[12])) / _TICKS  # utime, stime
-    rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
-    return cpu, rss / 1024.0
+    return cpu, rss[0] / 1024.0
 
 
 def daemon_metrics(
