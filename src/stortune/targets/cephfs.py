@@ -48,7 +48,6 @@ from typing import Any
 from stortune.errors import StortuneError, TargetError
 from stortune.measure.exporters import CEPH_FAMILIES, NODE_FAMILIES, Exporter, ExporterSampler
 from stortune.space import Config, Space
-from stortune.targets import mounts
 from stortune.targets.base import setting
 from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.targets.cephcluster import perf
@@ -215,10 +214,11 @@ class CephFSTarget(CephTarget):
     def _setup_existing(self) -> None:
         self._journal = self._folder.open()  # unmounts what a crashed run left mounted
         try:
-            self._remove_stale_roots()
             super()._setup_existing()  # the client, the file system checked, options found
-            self._root = self.state_dir / f"cephfs-{os.getpid()}-{next(_instances)}"
-            self._root.mkdir()
+            root = self.state_dir / f"cephfs-{os.getpid()}-{next(_instances)}"
+            self._journal.record("dir", path=str(root))  # what a crash leaves, undone in turn
+            root.mkdir()
+            self._root = root
             s = self.settings
             urls = {
                 "mgr": (s.mgr_exporter, CEPH_FAMILIES),
@@ -251,13 +251,6 @@ class CephFSTarget(CephTarget):
             return active_mds(self.client, self.fs_name)
         return super()._daemon_names(kind)
 
-    def _remove_stale_roots(self) -> None:
-        """Mount folders of this target's dead runs (their mounts were undone by now)."""
-        for root in self.state_dir.glob("cephfs-*-*"):
-            pid = root.name.split("-")[1]
-            if pid.isdigit() and not _alive(int(pid)) and not mounts.is_mounted(root / "mnt"):
-                shutil.rmtree(root, ignore_errors=True)
-
     def _remove_stale_bench_dirs(self) -> None:
         """Benchmark directories that dead runs on this host left in the existing CephFS."""
         prefix = f"stortune-{_host()}-"
@@ -276,11 +269,8 @@ class CephFSTarget(CephTarget):
             try:
                 super().teardown()  # the cluster and its daemons, or the options put back
             finally:
-                self._fuse, self._journal = None, None
-                root, self._root = self._root, None
-                if root is not None and not mounts.is_mounted(root / "mnt"):
-                    shutil.rmtree(root, ignore_errors=True)  # the empty mount point, a log
-                self._folder.close()  # the journal's mount entry, the state folder's lock
+                self._fuse, self._journal, self._root = None, None, None
+                self._folder.close()  # the journal's entries undone, the state folder's lock
 
     # ---- the mount ------------------------------------------------------------------------
     @property
@@ -307,9 +297,13 @@ class CephFSTarget(CephTarget):
         assert self._journal is not None
         wait_active(self.client, self.health_timeout, self.fs_name)
         if self._fuse is None:
-            self._journal.record("mount", mount_point=str(self.mount_point))
             folder = self._folder_of_mount
             log_path = folder / "log" / "ceph-fuse.out" if self._cluster else folder / "fuse.out"
+            if self._cluster is None:  # the cluster's folder goes with it; this one is ours
+                self._journal.record("dir", path=str(self.mount_point))
+                self._journal.record("file", path=str(log_path))
+                self._journal.record("file", path=str(self.fuse_asok))
+            self._journal.record("mount", mount_point=str(self.mount_point))
             conf = self._cluster.conf if self._cluster is not None else self.conf
             assert conf is not None
             self._fuse = FuseMount(

@@ -140,7 +140,7 @@ def _undo(entry: dict[str, Any]) -> None:
     elif op == "loop":
         for device in loopdev.devices_of(entry["image"]):
             loopdev.detach(device, entry["image"])
-    elif op == "image":
+    elif op in ("image", "file"):  # a loop image, or a file a target made (a log, a socket)
         if not entry.get("keep"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry["path"])
