@@ -21,7 +21,7 @@ bench/results/magpie.json (`rows`: workload x tuner x steps, with the verified g
 CI, evaluations, wall time) and the Markdown table printed at the end.
 
 Needs root. Run: python bench/magpie.py [--workloads fileserver,videoserver,seqwrite,seqread,
-randomrw] [--steps 30] [--long 100] [--runtime 5] [--verify 3] [--osds 1]
+randomrw] [--steps 30] [--long 100] [--runtime 5] [--verify 3] [--osds 1] [--osd-size 8g]
 """
 
 from __future__ import annotations
@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--runtime", type=float, default=5.0)
     parser.add_argument("--verify", type=int, default=3)
     parser.add_argument("--osds", type=int, default=1)
+    parser.add_argument("--osd-size", default="8g", help="each OSD's (sparse) image")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--objective", default="total.bw_mbs:max")
     parser.add_argument(
@@ -219,7 +220,7 @@ def main() -> None:
         parser.error("--verify: Magpie re-measures 3 times at least")
     console = Console()
     started = time.monotonic()
-    target = CephFSTarget("cephfs", osds=args.osds)
+    target = CephFSTarget("cephfs", osds=args.osds, osd_size=args.osd_size)
     rows: list[dict[str, Any]] = []
     try:
         with Store(args.store) as store:  # each campaign sets the cluster up and removes it

@@ -1,8 +1,9 @@
 """The cephfs target on a real 1-OSD mini-cluster with an MDS and a ceph-fuse mount: it mounts
 and runs a file workload; each layout parameter reaches the files (read back with getfattr);
 client options remount and MDS/OSD options restart; a layout Ceph refuses is a failed apply
-with Ceph's reason; teardown leaves no mount, process or file; and a run killed with SIGKILL
-leaves nothing once the next target starts.
+with Ceph's reason; an OSD that dies mid-run fails that run instead of hanging it, and the
+next apply restarts the OSD and mounts again; teardown leaves no mount, process or file; and a
+run killed with SIGKILL leaves nothing once the next target starts.
 
 The tests share one module-scoped target (bring-up is the slow part) and run in file order; the
 fixture tears it down even when a test fails.
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,6 +138,26 @@ def test_a_layout_ceph_refuses_is_a_failed_apply_with_its_reason(target: CephFST
     with pytest.raises(TargetError, match="CephFS refused the layout .*Invalid argument"):
         target.apply(bad)
     target.apply(target.space.default_config())  # the target goes on with a good one
+    assert target.run(WRITE, timeout=120).ok
+
+
+def test_an_osd_dying_mid_run_fails_the_run_and_the_next_apply_heals(
+    target: CephFSTarget,
+) -> None:
+    assert target.cluster is not None
+    target.apply(target.space.default_config())
+    osd = target.cluster.pids["osd.0"]
+    killer = threading.Timer(2.0, os.kill, (osd, signal.SIGKILL))
+    killer.start()
+    try:  # without the watch, fio's threads wait in the kernel for an OSD that never answers
+        measurement = target.run(FioWorkload("seqwrite", runtime=30), timeout=600)
+    finally:
+        killer.cancel()
+    assert not measurement.ok
+    assert measurement.error is not None and "osd.0 exited during the run" in measurement.error
+    target.apply(target.space.default_config())
+    assert target.cluster.pids["osd.0"] != osd  # restarted
+    assert mounts.is_mounted(target.mount_point)
     assert target.run(WRITE, timeout=120).ok
 
 

@@ -40,9 +40,11 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from stortune.errors import StortuneError, TargetError
@@ -92,6 +94,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class CephFSSettings(CephSettings):
     """The ``ceph`` target's settings, the mount's, and an existing cluster's exporters."""
+
+    # Files rewritten run after run keep BlueStore's RocksDB busy: its space swings between
+    # 0.6 and 1.5 GiB under fileserver (deferred small writes, then compaction), which starved
+    # a 2 GiB OSD until BlueFS aborted. The image file is sparse: 8 GiB costs what is written.
+    osd_size: str = setting("8g")
 
     fs_name: str | None = setting(
         None,
@@ -340,6 +347,7 @@ class CephFSTarget(CephTarget):
         values, space = self._full_config(config)  # invalid configs fail before any change
         layout = self._layout_of(values, space)
         self.setup()
+        self._heal()
         if self._settings(values, space) != self._db:  # a remount at least: not while mounted
             self._unmount()
             try:
@@ -350,6 +358,18 @@ class CephFSTarget(CephTarget):
         probe.mkdir(exist_ok=True)
         set_layout(probe, layout)
         self._layout = layout
+
+    def _heal(self) -> None:
+        """After a run a daemon died in: the dead daemons restarted, health awaited, and
+        CephFS mounted again (`DaemonWatch` stopped ceph-fuse)."""
+        dead = self._cluster.dead() if self._cluster is not None else []
+        if dead:
+            log.warning("%s died during the last run: restarting", ", ".join(dead))
+            self._restart(dead)
+            self._wait_healthy()
+        if self._fuse is not None and not self._fuse.serving:
+            self._fuse.unmount()  # what is left of the old mount, and its process reaped
+            self._mount()
 
     # ---- run ------------------------------------------------------------------------------
     def venue(self, workload: Workload) -> Venue:
@@ -367,8 +387,16 @@ class CephFSTarget(CephTarget):
     def run(
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
     ) -> Measurement:
-        measurement = super().run(workload, timeout, repetition)
-        if self._fuse is not None and not self._fuse.mounted:
+        with DaemonWatch(self._cluster, self._fuse) as watch:
+            measurement = super().run(workload, timeout, repetition)
+        if watch.died:
+            assert self._cluster is not None
+            lines = "; ".join(f"{d}: {self._cluster.log_line(d)}" for d in watch.died)
+            return Measurement.failed(
+                f"{', '.join(watch.died)} exited during the run ({lines}); ceph-fuse was "
+                "stopped so that the run could end"
+            )
+        if self._fuse is not None and not self._fuse.serving:
             return Measurement.failed(f"ceph-fuse lost its mount: {self._fuse.last_line()}")
         return measurement
 
@@ -393,6 +421,40 @@ class CephFSTarget(CephTarget):
         """ceph-fuse's perf counters, through its admin socket."""
         data = asok_command(self.fuse_asok, "perf dump")
         return data if isinstance(data, dict) else {}
+
+
+class DaemonWatch:
+    """While a run lasts, every half second: has a daemon of the local cluster died? If so,
+    ceph-fuse is killed at once. A mount whose OSD is gone otherwise holds the workload's
+    threads in the kernel, unkillable, until someone stops ceph-fuse by hand."""
+
+    def __init__(self, cluster: LocalCluster | None, fuse: FuseMount | None) -> None:
+        self.cluster, self.fuse = cluster, fuse
+        self.died: list[str] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="daemon-watch", daemon=True)
+
+    def __enter__(self) -> DaemonWatch:
+        if self.cluster is not None and self.fuse is not None:  # an existing cluster: not ours
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        assert self.cluster is not None and self.fuse is not None
+        while not self._done.wait(0.5):
+            dead = self.cluster.dead()
+            if dead:
+                self.died = dead
+                log.warning("%s died during a run: stopping ceph-fuse", ", ".join(dead))
+                self.fuse.abort()
+                return
 
 
 class FuseSampler:

@@ -6,6 +6,7 @@
   (so the client options in the config database under that name apply) and its options as argv
   elements (never through a shell); mounted is when the kernel shows the mount point mounted.
   Unmounting is ``umount`` (the journal's undo does the same after a crash); ceph-fuse then ends.
+  `FuseMount.abort` kills ceph-fuse instead, when the cluster behind it died mid-run.
 * Layouts (Lustre's striping in CephFS): ``ceph.dir.layout`` of a directory, set as one xattr
   so that the order of stripe unit and object size never matters; files made in the directory
   afterwards take it, files already there keep theirs, so a new layout means rewritten files.
@@ -91,6 +92,11 @@ class FuseMount:
     def mounted(self) -> bool:
         return mounts.is_mounted(self.mount_point)
 
+    @property
+    def serving(self) -> bool:
+        """Mounted, and ceph-fuse still there to answer (a killed one leaves its mount)."""
+        return self._proc is not None and self._proc.poll() is None and self.mounted
+
     def mount(self, options: Mapping[str, str] | None = None) -> None:
         """Mount with `options` given to ceph-fuse (``--name=value``); TargetError with
         ceph-fuse's own last line when it exits or does not mount in time."""
@@ -133,6 +139,13 @@ class FuseMount:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+    def abort(self) -> None:
+        """Kill ceph-fuse: the kernel then fails the requests it was serving, so that a process
+        blocked on a cluster that can no longer answer (a dead OSD) gets an error and ends."""
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
 
     @property
     def pid(self) -> int | None:

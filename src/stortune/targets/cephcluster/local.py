@@ -190,8 +190,9 @@ class LocalCluster:
         return pid is not None and _is_ours(pid, self.root)
 
     def dead(self) -> list[str]:
-        """Daemons that were started and have exited."""
-        return [name for name in self.pids if not self.running(name)]
+        """Ceph daemons that were started and have exited (a helper process is not one)."""
+        daemons = set(self.daemons)
+        return [name for name in self.pids if name in daemons and not self.running(name)]
 
     def check_alive(self) -> None:
         """Raise naming a daemon that exited and the last line it logged."""
