@@ -101,10 +101,10 @@ def test_an_existing_cephfs_is_tuned_and_left_as_it_was(
         files = [p for p in (target.bench_root / WRITE.name).rglob("*") if p.is_file()]
         assert files and read_layout(files[0])["stripe_count"] == 4
 
-        restart = dict(config, mds_log_max_segments=32)  # an MDS option: a restart
+        restart = dict(config, osd_op_num_shards=2)  # read when the OSD starts: a restart
         with pytest.raises(TargetError, match="--allow-restart"):
             target.apply(restart)
-        assert target.running_config("mds.a")["mds_log_max_segments"] != "32"
+        assert target.running_config("osd.0")["osd_op_num_shards"] != "2"
         assert target.run(WRITE, timeout=120).ok  # still mounted after the refusal
     finally:
         target.teardown()

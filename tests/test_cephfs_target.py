@@ -126,10 +126,15 @@ def test_client_options_remount_and_daemon_options_restart(target: CephFSTarget)
     target.apply(config)
     assert target._fuse is not None and target._fuse.pid != fuse_before  # remounted
     assert target.cluster.pids["mds.a"] == mds_before  # no daemon restarted for it
-    config["mds_log_max_segments"] = 32
+    osd_before = target.cluster.pids["osd.0"]
+    config["mds_log_max_segments"] = 32  # an MDS option read at runtime: no restart
     target.apply(config)
-    assert target.cluster.pids["mds.a"] != mds_before
+    assert target.cluster.pids["mds.a"] == mds_before
     assert target.running_config("mds.a")["mds_log_max_segments"] == "32"
+    config["osd_op_num_shards"] = 2  # read when the OSD starts: a restart
+    target.apply(config)
+    assert target.cluster.pids["osd.0"] != osd_before
+    assert target.running_config("osd.0")["osd_op_num_shards"] == "2"
     assert target.run(WRITE, timeout=120).ok
 
 
