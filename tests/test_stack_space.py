@@ -84,9 +84,11 @@ def test_scheduler_tunables_follow_their_scheduler_and_the_queue_is_put_back(
     stack = load_space("stack")
     target = LocalFsTarget(stack, image_size="1g")
     with target:
-        target.apply({"scheduler": "mq-deadline", "deadline_fifo_batch": 64, "nr_requests": 64})
+        target.setup()
         queue = Path(f"/sys/block/{Path(target._dev).name}/queue")  # noqa: SLF001
-        before = {"scheduler": "none", "nr_requests": "128"}
+        # as found: a loop device keeps its queue settings from one attachment to the next
+        before = {k: read(queue / k) for k in ("scheduler", "nr_requests")}
+        target.apply({"scheduler": "mq-deadline", "deadline_fifo_batch": 64, "nr_requests": 64})
         assert (
             read(queue / "iosched" / "fifo_batch") == "64" and read(queue / "nr_requests") == "64"
         )
