@@ -2,8 +2,9 @@
 and runs a file workload; each layout parameter reaches the files (read back with getfattr);
 client options remount and MDS/OSD options restart; a layout Ceph refuses is a failed apply
 with Ceph's reason; an OSD that dies mid-run fails that run instead of hanging it, and the
-next apply restarts the OSD and mounts again; teardown leaves no mount, process or file; and a
-run killed with SIGKILL leaves nothing once the next target starts.
+next apply restarts the OSD and mounts again; a nearly full cluster is not run on, and a run
+blocked past its time limit (every OSD op paused) is ended; teardown leaves no mount, process or
+file; and a run killed with SIGKILL leaves nothing once the next target starts.
 
 The tests share one module-scoped target (bring-up is the slow part) and run in file order; the
 fixture tears it down even when a test fails.
@@ -29,7 +30,7 @@ from stortune.errors import TargetError
 from stortune.space import Space, load_space
 from stortune.targets import mounts
 from stortune.targets.cephcluster.fs import read_layout
-from stortune.targets.cephfs import CephFSTarget
+from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.fio import FioWorkload
 
@@ -166,6 +167,38 @@ def test_an_osd_dying_mid_run_fails_the_run_and_the_next_apply_heals(
     assert target.run(WRITE, timeout=120).ok
 
 
+def test_a_nearly_full_cluster_is_not_run_on(target: CephFSTarget) -> None:
+    target.client.ceph("osd", "set-nearfull-ratio", "0.0001")  # as if the OSD were filling
+    try:
+        with pytest.raises(TargetError, match=r"past the cluster's nearfull ratio \(0%\)"):
+            target.run(WRITE, timeout=120)
+    finally:
+        target.client.ceph("osd", "set-nearfull-ratio", "0.85")
+    assert target.run(WRITE, timeout=120).ok
+
+
+def test_a_run_blocked_past_its_time_limit_is_ended(
+    target: CephFSTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DaemonWatch, "GRACE", 4.0)
+    target.apply(target.space.default_config())
+    pause = threading.Timer(1.0, target.client.ceph, ("osd", "pause"))
+    pause.start()  # every OSD op waits: fio's last flush then blocks in the kernel, unkillable
+    started = time.monotonic()
+    try:
+        measurement = target.run(FioWorkload("seqwrite", runtime=30), timeout=8)
+    finally:
+        pause.cancel()
+        pause.join()
+        target.client.ceph("osd", "unpause")
+    assert time.monotonic() - started < 60
+    assert not measurement.ok
+    assert measurement.error is not None and "past its time limit" in measurement.error
+    assert "OSDMAP_FLAGS" in measurement.error  # the health check that says why (pause)
+    target.apply(target.space.default_config())  # mounted again
+    assert target.run(WRITE, timeout=120).ok
+
+
 def test_teardown_leaves_no_mount_no_process_and_no_file(target: CephFSTarget) -> None:
     assert target.cluster is not None
     root = target.cluster.root
@@ -177,7 +210,7 @@ def test_teardown_leaves_no_mount_no_process_and_no_file(target: CephFSTarget) -
 
 KILLED = """
 import sys, time
-from stortune.targets.cephfs import CephFSTarget
+from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 target = CephFSTarget("cephfs", osds=1, state_dir=sys.argv[1], health_timeout=120)
 target.setup()
 print("mounted", flush=True)

@@ -18,7 +18,10 @@ cheapest applied last:
 
 A value Ceph refuses (a layout whose object size is not a multiple of its stripe unit, an option
 a daemon will not take) makes the trial fail with Ceph's reason, and the cluster goes back to the
-default config.
+default config. A run never waits for ever on the cluster: none starts on an OSD past the nearfull
+ratio, and ceph-fuse is killed (`DaemonWatch`) when a daemon dies mid-run or the run outlives its
+time limit, since a blocked FUSE flush holds the workload in the kernel; the next apply restarts
+the dead daemons and mounts again.
 
 An existing CephFS (``--ceph-conf``, ``--fs-name`` when the cluster has several): stortune mounts
 it with ceph-fuse as ``client.ID`` (``--fuse-id``; its key in ``--keyring`` when the cluster uses
@@ -64,6 +67,7 @@ from stortune.targets.cephcluster.fs import (
     set_layout,
     wait_active,
 )
+from stortune.targets.cephcluster.health import fullest_osd, status
 from stortune.targets.cephcluster.local import LocalCluster, free_port
 from stortune.targets.journal import Journal, StateFolder
 from stortune.workloads.base import Measurement, Need, Venue, Workload
@@ -373,8 +377,14 @@ class CephFSTarget(CephTarget):
 
     # ---- run ------------------------------------------------------------------------------
     def venue(self, workload: Workload) -> Venue:
-        if self._fuse is None or not self._fuse.mounted:
+        if self._fuse is None or not self._fuse.serving:
             raise TargetError("CephFS is not mounted: apply a config before running")
+        used, nearfull = fullest_osd(self.client)
+        if used >= nearfull:  # writes, even the MDS's, block once the full ratio is reached
+            raise TargetError(
+                f"an OSD is {used:.0%} full, past the cluster's nearfull ratio ({nearfull:.0%}): "
+                "not running on it (a larger --osd-size gives a local cluster room)"
+            )
         workdir = self.bench_root / (_NAME.sub("_", workload.name) or "workload")
         for other in self.bench_root.iterdir():  # the layout holds for files made after it
             if other.is_dir():
@@ -387,7 +397,7 @@ class CephFSTarget(CephTarget):
     def run(
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
     ) -> Measurement:
-        with DaemonWatch(self._cluster, self._fuse) as watch:
+        with DaemonWatch(self._cluster, self._fuse, timeout) as watch:
             measurement = super().run(workload, timeout, repetition)
         if watch.died:
             assert self._cluster is not None
@@ -396,9 +406,22 @@ class CephFSTarget(CephTarget):
                 f"{', '.join(watch.died)} exited during the run ({lines}); ceph-fuse was "
                 "stopped so that the run could end"
             )
+        if watch.overdue:
+            return Measurement.failed(
+                f"the run was still blocked {watch.limit:.0f} s after it began, past its time "
+                f"limit: ceph-fuse was stopped so that it could end (cluster: {self._health()})"
+            )
         if self._fuse is not None and not self._fuse.serving:
             return Measurement.failed(f"ceph-fuse lost its mount: {self._fuse.last_line()}")
         return measurement
+
+    def _health(self) -> str:
+        """The cluster's health status and checks, in one line (for a failed run's reason)."""
+        try:
+            health = status(self.client)
+        except StortuneError as exc:
+            return f"no status: {exc}"
+        return f"{health.status} {', '.join(sorted(health.checks))}".strip()
 
     def after_run(self, workload: Workload, measurement: Measurement) -> None:
         super().after_run(workload, measurement)
@@ -424,18 +447,26 @@ class CephFSTarget(CephTarget):
 
 
 class DaemonWatch:
-    """While a run lasts, every half second: has a daemon of the local cluster died? If so,
-    ceph-fuse is killed at once. A mount whose OSD is gone otherwise holds the workload's
-    threads in the kernel, unkillable, until someone stops ceph-fuse by hand."""
+    """While a run lasts, every half second: has a daemon of the local cluster died, or has
+    the run outlived its time limit by `GRACE` seconds? Then ceph-fuse is killed at once. A
+    mount whose OSD is gone or full otherwise holds the workload's threads in the kernel,
+    unkillable by the run's own time limit, until someone stops ceph-fuse by hand."""
 
-    def __init__(self, cluster: LocalCluster | None, fuse: FuseMount | None) -> None:
+    GRACE = 30.0
+
+    def __init__(
+        self, cluster: LocalCluster | None, fuse: FuseMount | None, timeout: float | None
+    ) -> None:
         self.cluster, self.fuse = cluster, fuse
+        self.limit = math.inf if timeout is None else timeout + self.GRACE
         self.died: list[str] = []
+        self.overdue = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="daemon-watch", daemon=True)
 
     def __enter__(self) -> DaemonWatch:
-        if self.cluster is not None and self.fuse is not None:  # an existing cluster: not ours
+        if self.fuse is not None:
+            self._started = time.monotonic()
             self._thread.start()
         return self
 
@@ -447,14 +478,19 @@ class DaemonWatch:
             self._thread.join()
 
     def _watch(self) -> None:
-        assert self.cluster is not None and self.fuse is not None
+        assert self.fuse is not None
         while not self._done.wait(0.5):
-            dead = self.cluster.dead()
+            dead = self.cluster.dead() if self.cluster is not None else []  # theirs: not ours
             if dead:
                 self.died = dead
                 log.warning("%s died during a run: stopping ceph-fuse", ", ".join(dead))
-                self.fuse.abort()
-                return
+            elif time.monotonic() - self._started > self.limit:
+                self.overdue = True
+                log.warning("a run blocked past its time limit: stopping ceph-fuse")
+            else:
+                continue
+            self.fuse.abort()
+            return
 
 
 class FuseSampler:

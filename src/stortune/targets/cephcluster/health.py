@@ -87,3 +87,12 @@ def wait_healthy(
         if time.monotonic() - started > timeout:
             raise TargetError(f"cluster not healthy after {timeout:g} s: {problem}")
         time.sleep(0.5)
+
+
+def fullest_osd(client: CephClient) -> tuple[float, float]:
+    """The fullest OSD's used share and the cluster's nearfull ratio, past which Ceph warns;
+    writes block altogether at the full ratio, and a ceph-fuse client then waits for ever."""
+    usage = client.json("osd", "df", timeout=30) or {}
+    used = max((float(n.get("utilization", 0.0)) for n in usage.get("nodes", [])), default=0.0)
+    ratios = client.json("osd", "dump", timeout=30) or {}
+    return used / 100.0, float(ratios.get("nearfull_ratio") or 0.85)
