@@ -28,8 +28,8 @@ The default-tuner check: stortune's default tuner against every peer, on evaluat
 the noisy recommendations (>= every peer's at 30 and 100 evaluations).
 
 Run: python bench/tuners.py [--seeds 20] [--jobs 2] [--tuners bo,flash,...]
-     [--only NAME_SUBSTRING ...] [PATH[@WORKLOAD] ...]
-(writes bench/results/tuners.json and prints the Markdown table)
+     [--only NAME_SUBSTRING ...] [PATH[@WORKLOAD] ...] [--no-run]
+(writes bench/results/tuners.json and prints the Markdown table; --no-run only summarises)
 """
 
 from __future__ import annotations
@@ -379,6 +379,9 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=NOISE, help="relative SD of the replay")
     parser.add_argument("--tuners", default=",".join(TUNERS), help="comma-separated subset")
     parser.add_argument("--fresh", action="store_true", help="forget the finished campaigns")
+    parser.add_argument(
+        "--no-run", action="store_true", help="run nothing: the table of the finished campaigns"
+    )
     add_only_option(parser)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -404,6 +407,7 @@ def main() -> None:
         for noise in (0.0, args.noise)
         if seed < seeds_of.get(name, args.seeds)
         and (spec_name(spec), name, seed, noise) not in done
+        and not args.no_run
     ]
     names = [spec_name(s) for s in datasets]
     info = {}
