@@ -149,6 +149,9 @@ def workload_rows(
             row["evaluations"] += args.steps  # the first campaign's, counted from step one
             row["runs"] += runs_of(store, short)
         row["paper_gain"] = PAPER_GAIN.get(w) if label.startswith("ddpg") else None
+    osd_size = store.campaign(f"{mine}-verify").target.get("osd_size")  # as verified
+    for row in rows:
+        row["osd_size"] = osd_size
     add_metric_gains(store, mine, rows)
     return rows
 
@@ -174,15 +177,16 @@ def write(path: Path, rows: list[dict[str, Any]], settings: dict[str, Any]) -> N
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| workload | tuner | steps | minutes | default | gain (90% CI) | throughput gain "
+        "| workload | OSD | tuner | steps | minutes | default | gain (90% CI) | throughput gain "
         "| IOPS gain | Magpie on Lustre |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         paper = f"{r['paper_gain']:.2f}x" if r.get("paper_gain") else "-"
         by_metric = [gain_cell(metric_gain(r, name)) for name in METRICS]
         lines.append(
-            f"| {r['workload']} | {r['tuner']} | {r['steps']} | {minutes_cell(r)} "
+            f"| {r['workload']} | {r.get('osd_size') or '-'} | {r['tuner']} | {r['steps']} "
+            f"| {minutes_cell(r)} "
             f"| {number(r.get('default_mean'))} | {gain_cell(r)} | {' | '.join(by_metric)} "
             f"| {paper} |"
         )
