@@ -50,7 +50,6 @@ from botorch.models import MixedSingleTaskGP, SingleTaskGP
 from botorch.models.transforms import Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from scipy import stats
 
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Space
@@ -329,18 +328,12 @@ class BOTuner(Tuner):
 
 
 def model_scores(history: Sequence[Observation], direction: str) -> np.ndarray:
-    """What the GP models, larger is better: log values when every value is positive
-    (performance varies by factors, and a few very slow configs would otherwise set the GP's
-    scale and flatten the differences among the good ones); else normal scores, the ranks
-    mapped to a standard normal's quantiles (a Gaussian copula): a metric whose best is 0 and
-    whose values span decades near it (storm's) leaves a GP on raw values one outlier and a
-    flat rest, and no log applies to it."""
+    """What the GP models: log values when every value is positive (performance varies by
+    factors, and a few very slow configs would otherwise set the GP's scale and flatten the
+    differences among the good ones), else the values; larger is better."""
     told = [o.value for o in history if o.value is not None]
-    if not told:
+    if not told or min(told) <= 0:
         return scores(history, direction)
-    if min(told) <= 0:
-        raw = scores(history, direction)  # failed runs tie with the worst seen
-        return stats.norm.ppf((stats.rankdata(raw) - 0.5) / len(raw))
     logged = [
         Observation(o.config, None if o.value is None else math.log(o.value)) for o in history
     ]
