@@ -407,8 +407,9 @@ def main() -> None:
         for noise in (0.0, args.noise)
         if seed < seeds_of.get(name, args.seeds)
         and (spec_name(spec), name, seed, noise) not in done
-        and not args.no_run
     ]
+    if args.no_run:
+        jobs = []
     names = [spec_name(s) for s in datasets]
     info = {}
     for spec in datasets:
