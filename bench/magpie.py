@@ -120,7 +120,8 @@ def workload_rows(
         rules=rules,
         seed=args.seed,
     )
-    agent = Path(args.store).with_name(f"magpie-{w}-ddpg.pt")
+    store_path = Path(args.store)  # each store its own agents: a second objective starts fresh
+    agent = store_path.with_name(f"{store_path.stem}-{w}-ddpg.pt")
     short, long_ = f"{w}-ddpg-{args.steps}", f"{w}-ddpg-{args.long}"
     mine = f"{w}-{DEFAULT_TUNER}"
     tune(store, short, job, "ddpg", args.steps, console, agent)
