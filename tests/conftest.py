@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -39,6 +40,38 @@ TOY_SPACE = textwrap.dedent(
       - require: ratio_a + ratio_b <= 1
     """
 )
+
+
+def killed_sessions_state_dirs(temp_root: Path) -> list[Path]:
+    """State folders that earlier test sessions made under `temp_root` (pytest's base
+    temporaries and the cephfs tests' folders): the ones holding a journal or a cluster."""
+    folders = set()
+    for pattern in ("pytest-of-*/pytest-*/*/", "pytest-of-*/pytest-*/*/*/", "stortune-*-tests-*/"):
+        for folder in temp_root.glob(pattern):
+            if any(folder.glob("journal-*.jsonl")) or any(folder.glob("ceph-*/")):
+                folders.add(folder)
+    return sorted(folders)
+
+
+def undo_killed_sessions(temp_root: Path) -> list[str]:
+    """Undo what test processes killed mid-test left (mounts, loop devices, queue and vm
+    settings, clusters): their state folders are temporary, so no later target would. Live
+    sessions keep theirs: their journals and clusters are locked by their owners."""
+    from stortune.targets.cephcluster import recover_stale
+    from stortune.targets.journal import recover
+
+    problems = []
+    for folder in killed_sessions_state_dirs(temp_root):
+        problems += recover(folder)
+        recover_stale(folder)
+    return problems
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_leftovers_of_killed_sessions() -> None:
+    if os.geteuid() == 0:
+        for problem in undo_killed_sessions(Path(tempfile.gettempdir())):
+            print(f"could not undo a killed test session's change: {problem}")
 
 
 @pytest.fixture(autouse=True)

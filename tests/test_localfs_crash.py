@@ -80,13 +80,9 @@ def wait_for(condition, seconds: float) -> bool:
     return condition()
 
 
-@needs_root
-@needs_fio
-def test_next_target_undoes_a_killed_run(system: Path) -> None:
-    vm_before = read_setting("/proc/sys/vm/dirty_ratio")
-    queues_before = {
-        f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")
-    }
+def kill_mid_run(system: Path) -> str:
+    """Start CHILD's run on a target in `system`, SIGKILL it while fio writes, check what it
+    left changed; return its loop device."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(system)],
         stdout=subprocess.PIPE,
@@ -107,6 +103,19 @@ def test_next_target_undoes_a_killed_run(system: Path) -> None:
     assert mounts_under(system) and loop_devices_of(system)
     # ... but not fio, which the kernel killed with its parent
     assert wait_for(lambda: not fio_under(system), 10), "fio outlived its parent"
+    return device
+
+
+def loop_queues() -> dict[str, dict[str, str]]:
+    return {f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")}
+
+
+@needs_root
+@needs_fio
+def test_next_target_undoes_a_killed_run(system: Path) -> None:
+    vm_before = read_setting("/proc/sys/vm/dirty_ratio")
+    queues_before = loop_queues()
+    device = kill_mid_run(system)
 
     with LocalFsTarget("localfs", image_size="256m", state_dir=system) as target:
         target.setup()  # recovery happens here, before this target changes anything
@@ -119,3 +128,24 @@ def test_next_target_undoes_a_killed_run(system: Path) -> None:
             assert queue_settings(device) == queues_before[device]
         assert len(list(system.glob("journal-*.jsonl"))) == 1  # only the new target's
         assert [p.name for p in system.glob("*.img")] == [target._image_path.name]
+
+
+@needs_root
+@needs_fio
+def test_a_killed_test_sessions_leftovers_are_undone_by_the_next_session(system: Path) -> None:
+    """A test's state folder is temporary, so no later target recovers it: the next test
+    session undoes what a killed one left under the temporary folder's pytest layout."""
+    from conftest import undo_killed_sessions
+
+    temp_root = system.parent / "temp"  # the guard of `system` cleans all of tmp_path
+    state = temp_root / "pytest-of-root" / "pytest-7" / "state0"
+    vm_before = read_setting("/proc/sys/vm/dirty_ratio")
+    queues_before = loop_queues()
+    device = kill_mid_run(state)
+
+    assert undo_killed_sessions(temp_root) == []
+    assert read_setting("/proc/sys/vm/dirty_ratio") == vm_before
+    assert mounts_under(state) == [] and loop_devices_of(state) == {}
+    if device in queues_before:
+        assert queue_settings(device) == queues_before[device]
+    assert undo_killed_sessions(temp_root) == []  # nothing left to undo, nothing fails
