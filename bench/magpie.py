@@ -20,8 +20,12 @@ one store (`--store`); an interrupted run resumes where it stopped. Results:
 bench/results/magpie.json (`rows`: workload x tuner x steps, with the verified gain and its 90%
 CI, evaluations, wall time) and the Markdown table printed at the end.
 
+`--tuners` runs some of them only (Magpie V-D compares DDPG with BestConfig); the first one named
+in the table's order (default tuner, DDPG, BestConfig) holds the verification.
+
 Needs root. Run: python bench/magpie.py [--workloads fileserver,videoserver,seqwrite,seqread,
 randomrw] [--steps 30] [--long 100] [--runtime 5] [--verify 3] [--osds 1] [--osd-size 8g]
+[--tuners bo,ddpg,bestconfig]
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ PAPER_AVERAGE_GAIN = 1.918
 # Magpie V-D tunes throughput and IOPS together; every verified config's gain on each, from the
 # same interleaved runs, whatever the objective tuned.
 METRICS = {"throughput": "total.bw_mbs", "iops": "total.iops"}
+TUNER_OF = {"best": DEFAULT_TUNER, "ddpg-long": "ddpg"}  # a table label's tuner
 
 
 def tune(
@@ -124,36 +129,45 @@ def workload_rows(
     agent = store_path.with_name(f"{store_path.stem}-{w}-ddpg.pt")
     short, long_ = f"{w}-ddpg-{args.steps}", f"{w}-ddpg-{args.long}"
     mine = f"{w}-{DEFAULT_TUNER}"
-    tune(store, short, job, "ddpg", args.steps, console, agent)
-    if args.long > args.steps:  # continued from the saved agent: steps 31..100
-        tune(store, long_, job, "ddpg", args.long - args.steps, console, agent)
-    tune(store, f"{w}-bestconfig", job, "bestconfig", args.steps, console)
-    tune(store, mine, job, DEFAULT_TUNER, args.steps, console)
-    campaigns = {"best": mine, "ddpg": short, "bestconfig": f"{w}-bestconfig"}
-    if args.long > args.steps:
+    # label -> campaign, in the table's order; the first one holds the verification
+    campaigns: dict[str, str] = {}
+    if DEFAULT_TUNER in args.tuners:
+        campaigns["best"] = mine
+    if "ddpg" in args.tuners:
+        campaigns["ddpg"] = short
+    if "bestconfig" in args.tuners:
+        campaigns["bestconfig"] = f"{w}-bestconfig"
+    if "ddpg" in args.tuners and args.long > args.steps:  # from the saved agent: steps 31..100
         campaigns["ddpg-long"] = long_
+    for label in ("ddpg", "ddpg-long", "bestconfig", "best"):  # Magpie's first, as it ran
+        if label in campaigns:
+            tuner = TUNER_OF.get(label, label)
+            budget = args.long - args.steps if label == "ddpg-long" else args.steps
+            ddpg_agent = agent if tuner == "ddpg" else None
+            tune(store, campaigns[label], job, tuner, budget, console, ddpg_agent)
     configs: dict[str, Config] = {"default": space.default_config()}
     for label, name in campaigns.items():
         config = best_of(store, name, space)
         if config is not None:
             configs[label] = config
-    verify_all(store, f"{mine}-verify", mine, target, space, configs, args.verify, console)
-    steps = {"best": args.steps, "ddpg": args.steps, "bestconfig": args.steps}
-    steps["ddpg-long"] = args.long
-    before = {"ddpg-long": seconds_of(store, short)}  # the 100 steps' time from step 1
-    rows = rows_for(store, w, space, campaigns, before if "ddpg-long" in campaigns else {})
+    anchor = next(iter(campaigns))
+    verified = f"{campaigns[anchor]}-verify"
+    verify_all(store, verified, campaigns[anchor], target, space, configs, args.verify, console)
+    steps = {label: args.steps for label in campaigns} | {"ddpg-long": args.long}
+    before = {"ddpg-long": seconds_of(store, short)} if "ddpg-long" in campaigns else {}
+    rows = rows_for(store, w, space, campaigns, before, anchor)  # 100 steps' time from step 1
     for row in rows:
         label = row["label"]
-        row["tuner"] = {"best": DEFAULT_TUNER, "ddpg-long": "ddpg"}.get(label, label)
+        row["tuner"] = TUNER_OF.get(label, label)
         row["steps"] = steps[label]
         if label == "ddpg-long":
             row["evaluations"] += args.steps  # the first campaign's, counted from step one
             row["runs"] += runs_of(store, short)
         row["paper_gain"] = PAPER_GAIN.get(w) if label.startswith("ddpg") else None
-    osd_size = store.campaign(f"{mine}-verify").target.get("osd_size")  # as verified
+    osd_size = store.campaign(verified).target.get("osd_size")  # as verified
     for row in rows:
         row["osd_size"] = osd_size
-    add_metric_gains(store, mine, rows)
+    add_metric_gains(store, campaigns[anchor], rows)
     return rows
 
 
@@ -213,6 +227,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--objective", default="total.bw_mbs:max")
     parser.add_argument(
+        "--tuners",
+        type=lambda s: s.split(","),
+        default=[DEFAULT_TUNER, "ddpg", "bestconfig"],
+        help=f"which of {DEFAULT_TUNER}, ddpg and bestconfig tune (default: all three)",
+    )
+    parser.add_argument(
         "--no-check-disturbance",
         dest="check_disturbance",
         action="store_false",
@@ -223,6 +243,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.verify < 3:
         parser.error("--verify: Magpie re-measures 3 times at least")
+    unknown = set(args.tuners) - {DEFAULT_TUNER, "ddpg", "bestconfig"}
+    if unknown or not args.tuners:
+        parser.error(f"--tuners: name some of {DEFAULT_TUNER}, ddpg, bestconfig")
     console = Console()
     started = time.monotonic()
     target = CephFSTarget("cephfs", osds=args.osds, osd_size=args.osd_size)
