@@ -102,12 +102,25 @@ def finish(store: Store, name: str, console: Console) -> None:
             run_measuring(open_campaign(store, name), console, name)
 
 
+# Between two runs of a campaign nothing takes this long (a run's time limit and an OSD restart
+# are minutes at most): a longer gap is the bench stopped and resumed later, not tuning time.
+STOPPED_GAP = 600.0
+
+
 def seconds_of(store: Store, name: str) -> float:
-    """Wall time of a campaign: first run's start to last run's end (0 without runs)."""
-    runs = [r for t in store.trials(store.campaign(name).id) for r in t.runs]
-    return max((r.ended_at for r in runs), default=0.0) - min(
-        (r.started_at for r in runs), default=0.0
+    """Wall time of a campaign: first run's start to last run's end, less the gaps during which
+    the bench was stopped (0 without runs)."""
+    runs = sorted(
+        (r for t in store.trials(store.campaign(name).id) for r in t.runs),
+        key=lambda r: r.started_at,
     )
+    seconds, last_end = 0.0, None
+    for run in runs:
+        if last_end is not None and run.started_at - last_end <= STOPPED_GAP:
+            seconds += max(0.0, run.started_at - last_end)
+        seconds += run.ended_at - run.started_at
+        last_end = run.ended_at if last_end is None else max(last_end, run.ended_at)
+    return seconds
 
 
 def runs_of(store: Store, name: str) -> int:
