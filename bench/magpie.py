@@ -145,19 +145,24 @@ def workload_rows(
             budget = args.long - args.steps if label == "ddpg-long" else args.steps
             ddpg_agent = agent if tuner == "ddpg" else None
             tune(store, campaigns[label], job, tuner, budget, console, ddpg_agent)
+    # the verification calls the first campaign's config "best" (it needs one): its label there
+    anchor = next(iter(campaigns))
+    verified_as = {label: "best" if label == anchor else label for label in campaigns}
     configs: dict[str, Config] = {"default": space.default_config()}
     for label, name in campaigns.items():
         config = best_of(store, name, space)
         if config is not None:
-            configs[label] = config
-    anchor = next(iter(campaigns))
+            configs[verified_as[label]] = config
     verified = f"{campaigns[anchor]}-verify"
     verify_all(store, verified, campaigns[anchor], target, space, configs, args.verify, console)
     steps = {label: args.steps for label in campaigns} | {"ddpg-long": args.long}
     before = {"ddpg-long": seconds_of(store, short)} if "ddpg-long" in campaigns else {}
-    rows = rows_for(store, w, space, campaigns, before, anchor)  # 100 steps' time from step 1
+    by_verified = {verified_as[label]: name for label, name in campaigns.items()}
+    rows = rows_for(store, w, space, by_verified, before)  # 100 steps' time from step 1
+    add_metric_gains(store, campaigns[anchor], rows)
+    label_of = {v: k for k, v in verified_as.items()}
     for row in rows:
-        label = row["label"]
+        label = row["label"] = label_of[row["label"]]
         row["tuner"] = TUNER_OF.get(label, label)
         row["steps"] = steps[label]
         if label == "ddpg-long":
@@ -167,7 +172,6 @@ def workload_rows(
     osd_size = store.campaign(verified).target.get("osd_size")  # as verified
     for row in rows:
         row["osd_size"] = osd_size
-    add_metric_gains(store, campaigns[anchor], rows)
     return rows
 
 

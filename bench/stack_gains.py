@@ -239,12 +239,10 @@ def rows_for(
     space: Space,
     campaigns: dict[str, str],
     extra_seconds: dict[str, float],
-    anchor: str = "best",
 ) -> list[dict[str, Any]]:
-    """Table rows from the verification of `campaigns` (label -> tuning campaign), which
-    belongs to the campaign labelled `anchor`."""
-    gains = stored_gains(store, store.campaign(campaigns[anchor]))
-    configs = verified_configs(store, campaigns[anchor])
+    """Table rows from the verification of `campaigns` (label -> tuning campaign)."""
+    gains = stored_gains(store, store.campaign(campaigns["best"]))
+    configs = verified_configs(store, campaigns["best"])
     out = []
     for label, campaign in campaigns.items():
         gain = gains.get(label)
