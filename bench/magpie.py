@@ -90,7 +90,7 @@ def tune(
     if done(store, name):
         return
     if exists(store, name):
-        finish(store, name, console)
+        finish(store, name, console, agent)
         return
     settings = TuneSettings(budget=budget, repetitions=1, baseline=True, reference_every=10)
     start_tuning(
@@ -144,6 +144,8 @@ def workload_rows(
             tuner = TUNER_OF.get(label, label)
             budget = args.long - args.steps if label == "ddpg-long" else args.steps
             ddpg_agent = agent if tuner == "ddpg" else None
+            if label == "ddpg-long" and not exists(store, long_) and not agent.exists():
+                raise SystemExit(f"error: {agent} is missing: {long_} continues {short}'s agent")
             tune(store, campaigns[label], job, tuner, budget, console, ddpg_agent)
     # the verification calls the first campaign's config "best" (it needs one): its label there
     anchor = next(iter(campaigns))

@@ -92,12 +92,13 @@ def exists(store: Store, name: str) -> bool:
     return name in {c.name for c in store.campaigns()}
 
 
-def finish(store: Store, name: str, console: Console) -> None:
-    """Resume an unfinished campaign (a tuning one through the workflow, for its extras)."""
+def finish(store: Store, name: str, console: Console, agent: Path | None = None) -> None:
+    """Resume an unfinished campaign (a tuning one through the workflow, for its extras; a
+    DDPG one loads and saves back its `agent`)."""
     if exists(store, name) and not done(store, name):
         campaign = store.campaign(name)
         if campaign.kind == CampaignKind.TUNE:
-            resume_tuning(store, name, reporter=console)
+            resume_tuning(store, name, agent=agent, reporter=console)
         else:
             run_measuring(open_campaign(store, name), console, name)
 
