@@ -16,6 +16,7 @@ import pytest
 from test_localfs_support import (
     guarded_state_dir,
     loop_devices_of,
+    loop_queues,
     mounts_under,
     needs_fio,
     needs_root,
@@ -104,10 +105,6 @@ def kill_mid_run(system: Path) -> str:
     # ... but not fio, which the kernel killed with its parent
     assert wait_for(lambda: not fio_under(system), 10), "fio outlived its parent"
     return device
-
-
-def loop_queues() -> dict[str, dict[str, str]]:
-    return {f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")}
 
 
 @needs_root

@@ -64,6 +64,11 @@ def queue_settings(device: str) -> dict[str, str]:
     return {key: read_setting(queue / key) for key in QUEUE_SETTINGS}
 
 
+def loop_queues() -> dict[str, dict[str, str]]:
+    """Every loop device's queue settings, by device path."""
+    return {f"/dev/{d.name}": queue_settings(d.name) for d in Path("/sys/block").glob("loop*")}
+
+
 def _write(path: Path, value: str) -> None:
     with contextlib.suppress(OSError):
         path.write_text(value)
@@ -73,10 +78,7 @@ def guarded_state_dir(tmp_path: Path) -> Iterator[Path]:
     """For a fixture: a state directory under tmp_path; afterwards everything made there is
     undone, whatever the target under test left."""
     vm = {key: read_setting(f"/proc/sys/vm/{key}") for key in VM_SETTINGS}
-    loops = {
-        f"/dev/{entry.name}": queue_settings(entry.name)
-        for entry in Path("/sys/block").glob("loop*")
-    }
+    loops = loop_queues()
     yield tmp_path / "state"
     time.sleep(0.1)
     for point in sorted(mounts_under(tmp_path), reverse=True):
