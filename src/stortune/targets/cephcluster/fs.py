@@ -34,6 +34,12 @@ _MOUNT_SECONDS = 60.0
 _STOP_SECONDS = 30.0
 
 
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to ceph-fuse's whole session (it runs in its own), if it is still there."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def make_filesystem(client: CephClient, data_pgs: int = 32, metadata_pgs: int = 8) -> None:
     """The file system and its pools (the cluster's MDS becomes its active rank)."""
     client.ceph("osd", "pool", "create", METADATA_POOL, str(metadata_pgs), str(metadata_pgs))
@@ -136,16 +142,14 @@ class FuseMount:
         try:
             proc.wait(timeout=_STOP_SECONDS)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            _kill_session(proc)
             proc.wait()
 
     def abort(self) -> None:
         """Kill ceph-fuse: the kernel then fails the requests it was serving, so that a process
         blocked on a cluster that can no longer answer (a dead OSD) gets an error and ends."""
         if self._proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
+            _kill_session(self._proc)
 
     @property
     def pid(self) -> int | None:
