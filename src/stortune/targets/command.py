@@ -11,13 +11,11 @@ flattened to dotted names, numbers kept; ``fio``: fio's ``--output-format=json``
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -28,6 +26,7 @@ from typing import Any
 from stortune.errors import TargetError
 from stortune.space import Config, Space
 from stortune.targets.base import Target, TargetSettings, setting
+from stortune.targets.syscmd import kill_group
 from stortune.workloads.base import Measurement, numeric_metrics
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
@@ -129,7 +128,8 @@ class CommandTarget(Target):
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)  # the program and everything it started
+            proc.communicate()  # reaped
             return Measurement.failed(f"killed after the {timeout:g} s time limit", "timeout")
         seconds = time.monotonic() - started
         if proc.returncode != 0:
@@ -177,10 +177,3 @@ def _last_json_object(text: str) -> dict[str, Any]:
             if isinstance(data, dict):
                 return data
     raise ValueError(f"no JSON object in the output: {_last_line(text) or '(nothing printed)'}")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the program and everything it started, then reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()

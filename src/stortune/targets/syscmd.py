@@ -6,15 +6,25 @@ fails becomes a TargetError naming what was being done and the tool's most telli
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
+from typing import Any
 
 from stortune.errors import TargetError
 
 # Root's tools live in the sbin directories, which a user's PATH may lack.
 _SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL to a process started in its own session and everything it started, if it is
+    still there (a benchmark client or ceph-fuse: no daemon whose data needs a clean stop)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def which(tool: str) -> str | None:

@@ -18,12 +18,10 @@ keeps writing to a file system that must be unmounted) and, when asked, moves it
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +33,7 @@ from typing import Any
 
 from stortune.errors import ConfigError, TargetError
 from stortune.measure.sysmetrics import SystemSampler
+from stortune.targets.syscmd import kill_group
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
 
@@ -375,8 +374,7 @@ def _run_group(
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         proc.communicate()
         return None
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -28,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stortune.errors import ConfigError
-from stortune.targets.syscmd import last_line
+from stortune.targets.syscmd import kill_group, last_line
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
@@ -258,7 +256,7 @@ class RadosWorkload(Workload):
         for proc, (stdout, stderr) in zip(procs, outputs, strict=True):
             if stdout is None:
                 for other in procs:
-                    _kill(other)
+                    kill_group(other)
                 raise _Failed(f"rados bench {mode}: killed at the time limit", "timeout")
             if proc.returncode != 0:
                 line = last_line(stderr, stdout)
@@ -289,7 +287,7 @@ class RadosWorkload(Workload):
         finally:  # also on Ctrl-C/SIGTERM: none may outlive us against a cluster torn down
             for proc in procs:
                 if proc.poll() is None:
-                    _kill(proc)
+                    kill_group(proc)
 
 
 class _Failed(Exception):
@@ -302,14 +300,9 @@ def _communicate(proc: subprocess.Popen[str], deadline: float) -> tuple[str | No
     try:
         stdout, stderr = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_group(proc)
         return None, ""
     return stdout, stderr
 
-
-def _kill(proc: subprocess.Popen[Any]) -> None:
-    """Kill a bench process and its group (a client, not a daemon: SIGKILL is fine)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.communicate(timeout=10)

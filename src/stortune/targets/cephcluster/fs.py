@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -32,12 +31,6 @@ DATA_POOL = "stortunefs-data"
 LAYOUT_FIELDS = ("stripe_unit", "stripe_count", "object_size")
 _MOUNT_SECONDS = 60.0
 _STOP_SECONDS = 30.0
-
-
-def _kill_session(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL to ceph-fuse's whole session (it runs in its own), if it is still there."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def make_filesystem(client: CephClient, data_pgs: int = 32, metadata_pgs: int = 8) -> None:
@@ -142,14 +135,14 @@ class FuseMount:
         try:
             proc.wait(timeout=_STOP_SECONDS)
         except subprocess.TimeoutExpired:
-            _kill_session(proc)
+            syscmd.kill_group(proc)
             proc.wait()
 
     def abort(self) -> None:
         """Kill ceph-fuse: the kernel then fails the requests it was serving, so that a process
         blocked on a cluster that can no longer answer (a dead OSD) gets an error and ends."""
         if self._proc is not None:
-            _kill_session(self._proc)
+            syscmd.kill_group(self._proc)
 
     @property
     def pid(self) -> int | None:
