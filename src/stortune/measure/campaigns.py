@@ -132,7 +132,7 @@ def open_campaign(
             tune.budget,
             pool=pool_within(space, target.tuning_pool()),
         )
-        plan = TunePlan(log, workloads, space, tuner, tune)
+        plan = TunePlan(log, workloads, space, tuner, tune, target.state_after)
         seconds = tune.seconds
     elif kind in (CampaignKind.SWEEP, CampaignKind.NOISE):
         plan = SweepPlan(log, workloads, SweepSettings.from_settings(settings))

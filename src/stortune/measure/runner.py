@@ -49,6 +49,7 @@ from stortune.targets.base import Target
 from stortune.workloads.base import Measurement, Workload
 
 log = logging.getLogger(__name__)
+APPLY_ERROR = "apply: "  # how a failed run's error begins when its config did not apply
 
 
 # ---- what plans and the runner exchange ----------------------------------------------------
@@ -298,7 +299,7 @@ class Runner:
         try:
             self.target.apply(trial.config)
         except StortuneError as exc:
-            error = f"apply: {exc}"
+            error = f"{APPLY_ERROR}{exc}"
             log.info("campaign %s, trial %s: %s", self.log.name, trial.seq, error)
             for slot in visit.slots:
                 failed = Measurement.failed(error)

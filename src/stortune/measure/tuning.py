@@ -16,13 +16,17 @@ is the config with the best lower confidence bound, never the best single run.
 Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
 tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told its stored
 value, races are replayed from their stored verdicts; the trial in progress gets only its
-missing runs.
+missing runs. A tuner that reads the target's state (DDPG) is given, before each replayed tell,
+the state the target reported after that trial: rebuilt from the stored run it came from
+(`state_of`, the target's `state_after`), so a resumed agent learns from what the uninterrupted
+one saw.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -33,6 +37,7 @@ from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
 from stortune.measure.reference import REFERENCE, is_reference
 from stortune.measure.results import TrialSummary, finished_slots
 from stortune.measure.runner import (
+    APPLY_ERROR,
     MAX_REPETITIONS,
     Plan,
     Visit,
@@ -48,6 +53,12 @@ from stortune.workloads.base import Workload
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
 MAX_BUDGET = 100_000  # evaluations: more is a typo, and a campaign that could never finish
+StateOf = Callable[[Mapping[str, float]], dict[str, float]]
+
+
+def no_state(metrics: Mapping[str, float]) -> dict[str, float]:
+    """The state of a target that reports none."""
+    return {}
 
 
 @dataclass
@@ -102,11 +113,15 @@ class TunePlan(Plan):
         space: Space,
         tuner: Tuner,
         settings: TuneSettings,
+        state_of: StateOf = no_state,
     ) -> None:
+        """`state_of`: the state the target reports after a run with these metrics
+        (`Target.state_after`), for replaying a campaign to a tuner that reads state."""
         super().__init__(log, workloads)
         self.space = space
         self.tuner = tuner
         self.settings = settings
+        self.state_of = state_of
         self._reference: Trial | None = None
         self.incumbent: Trial | None = None
         self.races: list[list[float]] = []  # the log-ratios of every race so far
@@ -152,17 +167,36 @@ class TunePlan(Plan):
 
     def _replay(self) -> Generator[Visit, VisitResult, int]:
         """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
-        stored = [t for t in self.log.trials() if not is_reference(t)]
+        trials = self.log.trials()
+        stored = [t for t in trials if not is_reference(t)]
+        ok_runs = sorted(
+            ((r.ended_at, r.metrics) for t in trials for r in t.runs if r.status == RunStatus.OK),
+            key=lambda run: run[0],
+        )
+        ok_ends = [end for end, _ in ok_runs]
         for trial in stored:
             source = (trial.info or {}).get("source")
             if source != DEFAULT_SOURCE:
                 self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
             if trial.finished:
                 self._replay_race(trial)
+                self._replay_state(trial, ok_runs, ok_ends)
                 self.tuner.tell(trial.config, trial.value)
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
         return len(stored)
+
+    def _replay_state(
+        self, trial: Trial, ok_runs: Sequence[tuple[float, dict[str, float]]], ok_ends: list[float]
+    ) -> None:
+        """Tell the tuner the state the target reported after `trial`, as `_evaluate` did:
+        after its last applied run, the target's state came from the last run that had
+        succeeded by then (its own, or an earlier trial's when its own failed); a config that
+        never applied reported none."""
+        applied = [r.ended_at for r in trial.runs if not (r.error or "").startswith(APPLY_ERROR)]
+        latest = bisect.bisect_right(ok_ends, max(applied)) if applied else 0
+        if latest:
+            self.tuner.observe_state(self.state_of(ok_runs[latest - 1][1]))
 
     def _replay_race(self, trial: Trial) -> None:
         race = (trial.info or {}).get("race")

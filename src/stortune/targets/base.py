@@ -241,6 +241,12 @@ class Target(ABC):
         """System metrics for tuners that want state (DDPG); empty when the target has none."""
         return {}
 
+    def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """The part of a successful run's metrics that `state` reports after it: what a
+        replayed campaign gives its tuner for each stored run (gauges read live, after the run,
+        are not stored and so are not part of it). Empty when the target has no state."""
+        return {}
+
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Undo everything setup and apply did (mounts, devices, settings, daemons)."""
 

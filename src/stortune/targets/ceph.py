@@ -499,9 +499,11 @@ class CephTarget(Target):
     def after_run(self, workload: Workload, measurement: Measurement) -> None:
         measurement.info.update(mode=self.mode, osds=len(self._osd_ids), pool=self.pool)
         if measurement.ok:
-            self._last = {
-                k: v for k, v in measurement.metrics.items() if k.startswith(("ceph.", "sys."))
-            }
+            self._last = self.state_after(measurement.metrics)
+
+    def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """The run's cluster-side and system metrics."""
+        return {k: v for k, v in metrics.items() if k.startswith(("ceph.", "sys."))}
 
     def _own_disks(self) -> list[str]:
         """The disk under a local cluster's OSD files: its I/O is the benchmark's, not a

@@ -45,6 +45,7 @@ import shutil
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -428,11 +429,15 @@ class CephFSTarget(CephTarget):
         measurement.info.pop("pool", None)
         measurement.info.update(layout=dict(self._layout))
         if measurement.ok:
-            metrics = measurement.metrics.items()
-            collected = {k: v for k, v in metrics if k.startswith(COLLECTED)}
-            if not any(k.startswith(("mgr.", "node.")) for k in collected):  # no exporter
-                collected.update((k, v) for k, v in metrics if k.startswith(FALLBACK))
-            self._last = collected
+            self._last = self.state_after(measurement.metrics)
+
+    def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """The collectors' metrics of the run; stortune's own sampling when no exporter
+        answered."""
+        collected = {k: v for k, v in metrics.items() if k.startswith(COLLECTED)}
+        if not any(k.startswith(("mgr.", "node.")) for k in collected):  # no exporter
+            collected.update((k, v) for k, v in metrics.items() if k.startswith(FALLBACK))
+        return collected
 
     def state(self) -> dict[str, float]:
         """Magpie's state: the last run's server metrics from ceph-mgr's prometheus module

@@ -7,6 +7,11 @@ program as JSON in the environment variable ``STORTUNE_CONFIG``.
 
 Output: ``json`` (default): the last JSON object the program prints on stdout, nested mappings
 flattened to dotted names, numbers kept; ``fio``: fio's ``--output-format=json`` report.
+
+State: metrics printed under ``state`` (``{"iops": 812, "state": {"queue": 3, "cpu": 0.4}}``
+gives ``state.queue`` and ``state.cpu``) are the system's state after the run, which a tuner
+that reads state (DDPG, as Magpie reads server and client metrics) learns from. A program that
+prints none has no state.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from stortune.workloads.base import Measurement, numeric_metrics
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 OUTPUTS = ("json", "fio")
+STATE_PREFIX = "state."
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ class CommandTarget(Target):
         self.env = dict(self.settings.env or {})
         self._config: Config = {}
         self._workdir: Path | None = None
+        self._last: dict[str, float] = {}
 
     def placeholders(self) -> set[str]:
         return {m for item in self.argv for m in _PLACEHOLDER.findall(item)} - {"workdir"}
@@ -139,7 +147,15 @@ class CommandTarget(Target):
             metrics = self._parse(stdout)
         except ValueError as exc:
             return Measurement.failed(str(exc))
+        self._last = self.state_after(metrics)
         return Measurement(metrics, info={"seconds": seconds})
+
+    def state(self) -> dict[str, float]:
+        """The last successful run's ``state.*`` metrics (module doc)."""
+        return dict(self._last)
+
+    def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        return {k: v for k, v in metrics.items() if k.startswith(STATE_PREFIX)}
 
     def _parse(self, stdout: str) -> dict[str, float]:
         if self.output == "fio":

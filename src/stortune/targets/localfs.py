@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -380,7 +381,8 @@ class LocalFsTarget(Target):
             mount_options=self._mounted_with,
             memory_limit=self.memory_limit,
         )
-        self._last_system = {k: v for k, v in measurement.metrics.items() if k.startswith("sys.")}
+        if measurement.ok:  # a failed run leaves the state as the last good one left it
+            self._last_system = self.state_after(measurement.metrics)
 
     def _make_room(self, workdir: Path, size: int) -> None:
         """Other workloads' file sets go when this one's would not fit beside them."""
@@ -394,6 +396,10 @@ class LocalFsTarget(Target):
     def state(self) -> dict[str, float]:
         """Current gauges (load, memory, dirty pages) and the last run's system metrics."""
         return {**self._last_system, **sysmetrics.snapshot()}
+
+    def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """The run's system metrics."""
+        return {k: v for k, v in metrics.items() if k.startswith("sys.")}
 
 
 def _drop_caches() -> None:
