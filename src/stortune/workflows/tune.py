@@ -123,9 +123,7 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
         job.settings.budget,
         pool=pool_within(tuned_space, job.target.tuning_pool()),
     )
-    plan = TunePlan(
-        log, job.workloads, tuned_space, tuner, job.settings, job.target.state_after
-    )
+    plan = TunePlan(log, job.workloads, tuned_space, tuner, job.settings, job.target.state_after)
     measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)
     result = _tune(store, measuring, plan, job.agent, reporter)
     result.ranking = ranking
