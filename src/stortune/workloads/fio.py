@@ -68,7 +68,7 @@ DEFAULT_SIZES = {
     "stream": "1g",
     "rand4k": "512m",
     "dbfsync": "256m",
-    "videoserver": "1g",
+    "videoserver": "512m",
     "randomrw": "512m",
 }
 DEFAULT_SIZE = "256m"
