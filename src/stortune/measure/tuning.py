@@ -53,6 +53,10 @@ from stortune.workloads.base import Workload
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
 MAX_BUDGET = 100_000  # evaluations: more is a typo, and a campaign that could never finish
+# A run other work kept spoiling (the runner measured it again, waiting for quiet each time, and
+# gave up) is visited again this many times before its config is told to the tuner without it:
+# a failure the config did not cause would steer the tuner away from it.
+DISTURBED_REVISITS = 2
 StateOf = Callable[[Mapping[str, float]], dict[str, float]]
 
 
@@ -227,7 +231,7 @@ class TunePlan(Plan):
         for rep in range(self.settings.repetitions):
             missing = [w for w in self.workloads if (workload_name(w), rep) not in done]
             if missing:
-                result = yield Visit(trial, self.slots(rep, missing))
+                result = yield from self._measured(trial, rep, missing)
                 if not result.applied:
                     break  # the config does not apply: more repetitions would not either
                 state = result.state
@@ -238,6 +242,28 @@ class TunePlan(Plan):
             self._bounds_from(trial)
         summary = self.log.finish(trial)
         self.tuner.tell(config, summary.value)
+
+    def _measured(
+        self,
+        trial: Trial,
+        rep: int,
+        workloads: Sequence[Workload | None],
+        info: dict[str, Any] | None = None,
+    ) -> Generator[Visit, VisitResult, VisitResult]:
+        """Visit `trial` for repetition `rep` of `workloads`; a run that other work kept
+        spoiling is visited again, `DISTURBED_REVISITS` times at most."""
+        result = yield Visit(trial, self.slots(rep, workloads), info=dict(info or {}))
+        for _ in range(DISTURBED_REVISITS):
+            spoilt = {
+                r.workload
+                for r in self.log.store.trial_runs(trial.id)
+                if r.repetition == rep and r.status == RunStatus.DISTURBED
+            }
+            again = [w for w in workloads if workload_name(w) in spoilt]
+            if not result.applied or not again:
+                break
+            result = yield Visit(trial, self.slots(rep, again), info=dict(info or {}))
+        return result
 
     # ---- intensification: racing the incumbent -------------------------------------------
     def _race(self, trial: Trial, source: str | None) -> Generator[Visit, VisitResult, None]:
@@ -250,7 +276,7 @@ class TunePlan(Plan):
             for rep in range(max(2, self.settings.min_repetitions)):
                 missing = [w for w in self.workloads if (workload_name(w), rep) not in done]
                 if missing:
-                    result = yield Visit(trial, self.slots(rep, missing))
+                    result = yield from self._measured(trial, rep, missing)
                     if not result.applied:
                         break
                     state = result.state
@@ -276,7 +302,7 @@ class TunePlan(Plan):
                     rep = self._next_rep(incumbent)
                     yield Visit(incumbent, self.slots(rep), counted=False, info=info)
                 if not self._has_step(trial, step):
-                    result = yield Visit(trial, self.slots(step), info=info)
+                    result = yield from self._measured(trial, step, self.workloads, info)
                     state = result.state or state
                     if not result.applied or self._step_value(trial, step) is None:
                         verdict = Verdict.FAILED
