@@ -19,7 +19,8 @@ value, races are replayed from their stored verdicts; the trial in progress gets
 missing runs. A tuner that reads the target's state (DDPG) is given, before each replayed tell,
 the state the target reported after that trial: rebuilt from the stored run it came from
 (`state_of`, the target's `state_after`), so a resumed agent learns from what the uninterrupted
-one saw.
+one saw. Gauges a target reads live after a run (localfs's and ceph's load and memory) are not
+stored, so a replayed state lacks them.
 """
 
 from __future__ import annotations
@@ -173,8 +174,9 @@ class TunePlan(Plan):
         """Tell the tuner the stored history; finish an interrupted trial. Returns next seq."""
         trials = self.log.trials()
         stored = [t for t in trials if not is_reference(t)]
+        seen = (RunStatus.OK, RunStatus.DISTURBED)  # runs the target's state was read from
         ok_runs = sorted(
-            ((r.ended_at, r.metrics) for t in trials for r in t.runs if r.status == RunStatus.OK),
+            ((r.ended_at, r.metrics) for t in trials for r in t.runs if r.status in seen),
             key=lambda run: run[0],
         )
         ok_ends = [end for end, _ in ok_runs]
@@ -193,14 +195,21 @@ class TunePlan(Plan):
     def _replay_state(
         self, trial: Trial, ok_runs: Sequence[tuple[float, dict[str, float]]], ok_ends: list[float]
     ) -> None:
-        """Tell the tuner the state the target reported after `trial`, as `_evaluate` did:
-        after its last applied run, the target's state came from the last run that had
-        succeeded by then (its own, or an earlier trial's when its own failed); a config that
-        never applied reported none."""
-        applied = [r.ended_at for r in trial.runs if not (r.error or "").startswith(APPLY_ERROR)]
+        """Tell the tuner the state the target reported after `trial`, as `_evaluate` and
+        `_race` did: after its last applied run of its own (not those it made later as another
+        race's incumbent), the target's state came from the last run it had measured (its own,
+        or an earlier trial's when its own failed); a config that never applied reported none.
+        Metrics stored as null (NaN, inf) are left out, as a live state leaves them out."""
+        applied = [
+            r.ended_at
+            for r in trial.runs
+            if not (r.error or "").startswith(APPLY_ERROR)
+            and (r.info or {}).get("race") in (None, trial.seq)
+        ]
         latest = bisect.bisect_right(ok_ends, max(applied)) if applied else 0
         if latest:
-            self.tuner.observe_state(self.state_of(ok_runs[latest - 1][1]))
+            state = self.state_of(ok_runs[latest - 1][1])
+            self.tuner.observe_state({k: v for k, v in state.items() if v is not None})
 
     def _replay_race(self, trial: Trial) -> None:
         race = (trial.info or {}).get("race")
@@ -359,14 +368,17 @@ class TunePlan(Plan):
         return self._value([r for own, r in self._step_runs(trial, step) if own])
 
     def _has_step(self, trial: Trial, step: int) -> bool:
-        return any(own for own, _ in self._step_runs(trial, step))
+        """Whether the challenger has a run of `step` (a disturbed placeholder is not one)."""
+        return any(
+            own and r.status != RunStatus.DISTURBED for own, r in self._step_runs(trial, step)
+        )
 
     def _steps_done(self, trial: Trial) -> int:
         """Steps whose challenger run exists (the last may still lack the incumbent's)."""
         steps = {
             (r.info or {}).get("step")
             for r in self.log.store.trial_runs(trial.id)
-            if (r.info or {}).get("race") == trial.seq
+            if (r.info or {}).get("race") == trial.seq and r.status != RunStatus.DISTURBED
         }
         done = 0
         while done in steps and self._incumbent_ran(trial, done):
