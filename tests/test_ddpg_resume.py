@@ -75,7 +75,7 @@ def test_the_command_targets_state_is_what_its_program_prints_under_state(tmp_pa
     target.setup()
     try:
         target.apply({"x": 2.0, "y": 3})
-        metrics = target.measure().metrics
+        metrics = target.run().metrics
     finally:
         target.teardown()
     state = {k: v for k, v in target.state().items() if k != "state.spare"}

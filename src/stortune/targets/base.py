@@ -142,6 +142,7 @@ class Target(ABC):
         if isinstance(space, str) or (space is None and self.default_space):
             space = load_space(space or self.default_space)  # type: ignore[arg-type]
         self.space: Space | None = space
+        self._state_after_run: dict[str, float] = {}
         try:
             self.settings = settings if settings is not None else self.Settings(**values)
         except TypeError as exc:
@@ -182,7 +183,17 @@ class Target(ABC):
     ) -> Measurement:
         """Measure the current config under `workload`, killing it after `timeout` seconds;
         `repetition` is the repetition this run fills (a replayed table answers with the
-        matching stored one)."""
+        matching stored one). A successful run's state is kept for `state`; a failed one
+        leaves the state the last good run left."""
+        measurement = self.attempt(workload, timeout, repetition)
+        if measurement.ok:
+            self._state_after_run = self.state_after(measurement.metrics)
+        return measurement
+
+    def attempt(
+        self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
+    ) -> Measurement:
+        """One run of the current config, as `run` describes (the part targets extend)."""
         self.check_workload(workload)
         if workload is None:
             return self.measure(timeout, repetition)
@@ -238,8 +249,9 @@ class Target(ABC):
         return None
 
     def state(self) -> dict[str, float]:
-        """System metrics for tuners that want state (DDPG); empty when the target has none."""
-        return {}
+        """System metrics for tuners that want state (DDPG): what `state_after` took from the
+        last successful run; empty when the target has none."""
+        return dict(self._state_after_run)
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The part of a successful run's metrics that `state` reports after it: what a

@@ -152,7 +152,6 @@ class CephTarget(Target):
         self._tolerated: frozenset[str] = frozenset()
         self._osd_ids: list[int] = []
         self._restarted: set[str] = set()  # existing-mode daemons restarted by this target
-        self._last: dict[str, float] = {}
 
     def preflight(self) -> None:
         if self.mode == "local":
@@ -479,7 +478,7 @@ class CephTarget(Target):
         self._make_pool(pg_per_osd)
 
     # ---- run ------------------------------------------------------------------------------
-    def run(
+    def attempt(
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
     ) -> Measurement:
         self.check_workload(workload)
@@ -488,7 +487,7 @@ class CephTarget(Target):
             self._wait_healthy()
         except TargetError as exc:
             return Measurement.failed(f"before the run: {exc}")
-        return super().run(workload, timeout, repetition)
+        return super().attempt(workload, timeout, repetition)
 
     def venue(self, workload: Workload) -> Venue:
         return Venue(
@@ -498,8 +497,6 @@ class CephTarget(Target):
 
     def after_run(self, workload: Workload, measurement: Measurement) -> None:
         measurement.info.update(mode=self.mode, osds=len(self._osd_ids), pool=self.pool)
-        if measurement.ok:
-            self._last = self.state_after(measurement.metrics)
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The run's cluster-side and system metrics."""
@@ -516,7 +513,7 @@ class CephTarget(Target):
     def state(self) -> dict[str, float]:
         """The last run's cluster-side metrics (per-OSD perf counters, commit/apply latency,
         daemon CPU and memory) and system gauges now."""
-        return {**self._last, **sysmetrics.snapshot()}
+        return {**super().state(), **sysmetrics.snapshot()}
 
     def perf_dump(self, osd: int) -> dict[str, Any]:
         """An OSD's perf counters: through its admin socket locally, ``ceph tell`` otherwise."""

@@ -395,11 +395,11 @@ class CephFSTarget(CephTarget):
         samplers = [perf.ClusterSampler(self), FuseSampler(self), ExporterSampler(self.exporters)]
         return Venue(directory=workdir, devices=self._own_disks(), samplers=samplers)
 
-    def run(
+    def attempt(
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
     ) -> Measurement:
         with DaemonWatch(self._cluster, self._fuse, timeout) as watch:
-            measurement = super().run(workload, timeout, repetition)
+            measurement = super().attempt(workload, timeout, repetition)
         if watch.died:
             assert self._cluster is not None
             lines = "; ".join(f"{d}: {self._cluster.log_line(d)}" for d in watch.died)
@@ -428,22 +428,15 @@ class CephFSTarget(CephTarget):
         super().after_run(workload, measurement)
         measurement.info.pop("pool", None)
         measurement.info.update(layout=dict(self._layout))
-        if measurement.ok:
-            self._last = self.state_after(measurement.metrics)
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
-        """The collectors' metrics of the run; stortune's own sampling when no exporter
-        answered."""
+        """Magpie's state: the run's server metrics from ceph-mgr's prometheus module and the
+        node exporter, and its client metrics from ceph-fuse (stortune's own /proc and
+        perf-dump sampling when no exporter answered)."""
         collected = {k: v for k, v in metrics.items() if k.startswith(COLLECTED)}
         if not any(k.startswith(("mgr.", "node.")) for k in collected):  # no exporter
             collected.update((k, v) for k, v in metrics.items() if k.startswith(FALLBACK))
         return collected
-
-    def state(self) -> dict[str, float]:
-        """Magpie's state: the last run's server metrics from ceph-mgr's prometheus module
-        and the node exporter, and its client metrics from ceph-fuse (stortune's own /proc
-        and perf-dump sampling when no exporter answered)."""
-        return dict(self._last)
 
     def fuse_perf(self) -> dict[str, Any]:
         """ceph-fuse's perf counters, through its admin socket."""

@@ -84,7 +84,6 @@ class CommandTarget(Target):
         self.env = dict(self.settings.env or {})
         self._config: Config = {}
         self._workdir: Path | None = None
-        self._last: dict[str, float] = {}
 
     def placeholders(self) -> set[str]:
         return {m for item in self.argv for m in _PLACEHOLDER.findall(item)} - {"workdir"}
@@ -147,14 +146,10 @@ class CommandTarget(Target):
             metrics = self._parse(stdout)
         except ValueError as exc:
             return Measurement.failed(str(exc))
-        self._last = self.state_after(metrics)
         return Measurement(metrics, info={"seconds": seconds})
 
-    def state(self) -> dict[str, float]:
-        """The last successful run's ``state.*`` metrics (module doc)."""
-        return dict(self._last)
-
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
+        """The run's ``state.*`` metrics (module doc)."""
         return {k: v for k, v in metrics.items() if k.startswith(STATE_PREFIX)}
 
     def _parse(self, stdout: str) -> dict[str, float]:

@@ -135,7 +135,6 @@ class LocalFsTarget(Target):
         self._mounted_with: str | None = None
         self._applied: Config = {}
         self._originals: dict[str, str] = {}
-        self._last_system: dict[str, float] = {}
 
     def preflight(self) -> None:
         """No root, or a device that must not be formatted: said before anything is locked."""
@@ -381,8 +380,6 @@ class LocalFsTarget(Target):
             mount_options=self._mounted_with,
             memory_limit=self.memory_limit,
         )
-        if measurement.ok:  # a failed run leaves the state as the last good one left it
-            self._last_system = self.state_after(measurement.metrics)
 
     def _make_room(self, workdir: Path, size: int) -> None:
         """Other workloads' file sets go when this one's would not fit beside them."""
@@ -395,7 +392,7 @@ class LocalFsTarget(Target):
 
     def state(self) -> dict[str, float]:
         """Current gauges (load, memory, dirty pages) and the last run's system metrics."""
-        return {**self._last_system, **sysmetrics.snapshot()}
+        return {**super().state(), **sysmetrics.snapshot()}
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The run's system metrics."""
