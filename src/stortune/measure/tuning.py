@@ -175,25 +175,28 @@ class TunePlan(Plan):
         trials = self.log.trials()
         stored = [t for t in trials if not is_reference(t)]
         seen = (RunStatus.OK, RunStatus.DISTURBED)  # runs the target's state was read from
-        ok_runs = sorted(
+        measured_runs = sorted(
             ((r.ended_at, r.metrics) for t in trials for r in t.runs if r.status in seen),
             key=lambda run: run[0],
         )
-        ok_ends = [end for end, _ in ok_runs]
+        measured_ends = [end for end, _ in measured_runs]
         for trial in stored:
             source = (trial.info or {}).get("source")
             if source != DEFAULT_SOURCE:
                 self.tuner.ask()  # keeps a seeded tuner's sequence aligned with the stored one
             if trial.finished:
                 self._replay_race(trial)
-                self._replay_state(trial, ok_runs, ok_ends)
+                self._replay_state(trial, measured_runs, measured_ends)
                 self.tuner.tell(trial.config, trial.value)
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
         return len(stored)
 
     def _replay_state(
-        self, trial: Trial, ok_runs: Sequence[tuple[float, dict[str, float]]], ok_ends: list[float]
+        self,
+        trial: Trial,
+        measured_runs: Sequence[tuple[float, dict[str, float]]],
+        measured_ends: list[float],
     ) -> None:
         """Tell the tuner the state the target reported after `trial`, as `_evaluate` and
         `_race` did: after its last applied run of its own (not those it made later as another
@@ -206,9 +209,9 @@ class TunePlan(Plan):
             if not (r.error or "").startswith(APPLY_ERROR)
             and (r.info or {}).get("race") in (None, trial.seq)
         ]
-        latest = bisect.bisect_right(ok_ends, max(applied)) if applied else 0
+        latest = bisect.bisect_right(measured_ends, max(applied)) if applied else 0
         if latest:
-            state = self.state_of(ok_runs[latest - 1][1])
+            state = self.state_of(measured_runs[latest - 1][1])
             self.tuner.observe_state({k: v for k, v in state.items() if v is not None})
 
     def _replay_race(self, trial: Trial) -> None:

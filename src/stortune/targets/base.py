@@ -250,8 +250,13 @@ class Target(ABC):
 
     def state(self) -> dict[str, float]:
         """System metrics for tuners that want state (DDPG): what `state_after` took from the
-        last successful run; empty when the target has none."""
-        return dict(self._state_after_run)
+        last successful run, and the gauges `live_state` reads now."""
+        return {**self._state_after_run, **self.live_state()}
+
+    def live_state(self) -> dict[str, float]:
+        """Gauges read now, not stored with any run (load, memory, dirty pages): a replayed
+        campaign cannot give them back. Empty unless a target adds them."""
+        return {}
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The part of a successful run's metrics that `state` reports after it: what a

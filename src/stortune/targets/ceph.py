@@ -510,10 +510,10 @@ class CephTarget(Target):
         disk = sysmetrics.disk_of(self._cluster.root)
         return [disk] if disk else []
 
-    def state(self) -> dict[str, float]:
-        """The last run's cluster-side metrics (per-OSD perf counters, commit/apply latency,
-        daemon CPU and memory) and system gauges now."""
-        return {**super().state(), **sysmetrics.snapshot()}
+    def live_state(self) -> dict[str, float]:
+        """System gauges now, beside the last run's cluster-side metrics (per-OSD perf
+        counters, commit/apply latency, daemon CPU and memory)."""
+        return sysmetrics.snapshot()
 
     def perf_dump(self, osd: int) -> dict[str, Any]:
         """An OSD's perf counters: through its admin socket locally, ``ceph tell`` otherwise."""

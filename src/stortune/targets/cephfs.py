@@ -54,7 +54,7 @@ from typing import Any
 from stortune.errors import StortuneError, TargetError
 from stortune.measure.exporters import CEPH_FAMILIES, NODE_FAMILIES, Exporter, ExporterSampler
 from stortune.space import Config, Space
-from stortune.targets.base import Target, setting
+from stortune.targets.base import setting
 from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.targets.cephcluster import perf
 from stortune.targets.cephcluster.client import asok_command
@@ -438,10 +438,10 @@ class CephFSTarget(CephTarget):
             collected.update((k, v) for k, v in metrics.items() if k.startswith(FALLBACK))
         return collected
 
-    def state(self) -> dict[str, float]:
-        """What `state_after` took from the last successful run, without the live system
-        gauges a Ceph target adds: Magpie's state is the collectors' metrics alone."""
-        return Target.state(self)
+    def live_state(self) -> dict[str, float]:
+        """None: Magpie's state is the collectors' metrics alone, without the live system
+        gauges a Ceph target adds."""
+        return {}
 
     def fuse_perf(self) -> dict[str, Any]:
         """ceph-fuse's perf counters, through its admin socket."""

@@ -390,9 +390,9 @@ class LocalFsTarget(Target):
             if other != workdir and other.is_dir() and other.name != "lost+found":
                 shutil.rmtree(other, ignore_errors=True)
 
-    def state(self) -> dict[str, float]:
-        """Current gauges (load, memory, dirty pages) and the last run's system metrics."""
-        return {**super().state(), **sysmetrics.snapshot()}
+    def live_state(self) -> dict[str, float]:
+        """Current gauges (load, memory, dirty pages), beside the last run's system metrics."""
+        return sysmetrics.snapshot()
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The run's system metrics."""
