@@ -158,7 +158,7 @@ def test_a_zero_run_gives_no_ratio_and_asks_for_more_measuring() -> None:
     assert advice is Advice.MEASURE_MORE and "no ratio" in why
 
 
-def test_bo_models_log_values_when_every_value_is_positive() -> None:
+def test_bo_models_log_values_when_none_is_negative() -> None:
     from stortune.tuners.base import Observation
     from stortune.tuners.bo import model_scores
 
@@ -167,5 +167,9 @@ def test_bo_models_log_values_when_every_value_is_positive() -> None:
     assert model_scores(history, "min") == pytest.approx(
         [-np.log(10), -np.log(1000), -np.log(1000)]
     )
-    with_zero = [Observation({}, 0.0), Observation({}, 5.0)]
-    assert model_scores(with_zero, "max") == pytest.approx([0.0, 5.0])
+    # a minimised metric that reaches 0: the zeros are logged at half the smallest positive
+    with_zero = [Observation({}, 0.0), Observation({}, 2e-6), Observation({}, 0.5)]
+    assert model_scores(with_zero, "min") == pytest.approx(-np.log([1e-6, 2e-6, 0.5]))
+    with_negative = [Observation({}, -1.0), Observation({}, 5.0)]
+    assert model_scores(with_negative, "max") == pytest.approx([-1.0, 5.0])
+
