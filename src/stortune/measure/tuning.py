@@ -264,17 +264,18 @@ class TunePlan(Plan):
     ) -> Generator[Visit, VisitResult, VisitResult]:
         """Visit `trial` for repetition `rep` of `workloads`; a run that other work kept
         spoiling is visited again, `DISTURBED_REVISITS` times at most."""
-        result = yield Visit(trial, self.slots(rep, workloads), info=dict(info or {}))
+        slots = self.slots(rep, workloads)
+        result = yield Visit(trial, slots, info=dict(info or {}))
         for _ in range(DISTURBED_REVISITS):
-            spoilt = {
-                r.workload
-                for r in self.log.store.trial_runs(trial.id)
-                if r.repetition == rep and r.status == RunStatus.DISTURBED
-            }
-            again = [w for w in workloads if workload_name(w) in spoilt]
+            again = [
+                slot.workload
+                for slot, m in zip(slots, result.measurements, strict=False)
+                if m.status == RunStatus.DISTURBED
+            ]
             if not result.applied or not again:
                 break
-            result = yield Visit(trial, self.slots(rep, again), info=dict(info or {}))
+            slots = self.slots(rep, again)
+            result = yield Visit(trial, slots, info=dict(info or {}))
         return result
 
     # ---- intensification: racing the incumbent -------------------------------------------
