@@ -172,4 +172,3 @@ def test_bo_models_log_values_when_none_is_negative() -> None:
     assert model_scores(with_zero, "min") == pytest.approx(-np.log([1e-6, 2e-6, 0.5]))
     with_negative = [Observation({}, -1.0), Observation({}, 5.0)]
     assert model_scores(with_negative, "max") == pytest.approx([-1.0, 5.0])
-
