@@ -267,12 +267,14 @@ class TunePlan(Plan):
         slots = self.slots(rep, workloads)
         result = yield Visit(trial, slots, info=dict(info or {}))
         for _ in range(DISTURBED_REVISITS):
+            if not result.applied:  # no runs were made, so none was spoilt
+                break
             again = [
                 slot.workload
-                for slot, m in zip(slots, result.measurements, strict=False)
+                for slot, m in zip(slots, result.measurements, strict=True)
                 if m.status == RunStatus.DISTURBED
             ]
-            if not result.applied or not again:
+            if not again:
                 break
             slots = self.slots(rep, again)
             result = yield Visit(trial, slots, info=dict(info or {}))
