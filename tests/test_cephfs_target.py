@@ -32,6 +32,7 @@ from stortune.targets import mounts
 from stortune.targets.cephcluster.fs import read_layout
 from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 from stortune.tuners.ddpg import MAX_METRICS
+from stortune.workloads.base import Venue
 from stortune.workloads.fio import FioWorkload
 
 STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-"))
@@ -183,13 +184,23 @@ def test_a_run_blocked_past_its_time_limit_is_ended(
     monkeypatch.setattr(DaemonWatch, "GRACE", 4.0)
     target.apply(target.space.default_config())
     pause = threading.Timer(1.0, target.client.ceph, ("osd", "pause"))
-    pause.start()  # every OSD op waits: fio's last flush then blocks in the kernel, unkillable
+    venue = target.venue
+
+    def paused_soon(workload: FioWorkload) -> Venue:
+        # after the pre-run health check (which would wait out a paused cluster), not before
+        made = venue(workload)
+        if pause.ident is None:
+            pause.start()  # every OSD op waits: fio's last flush then blocks in the kernel
+        return made
+
+    monkeypatch.setattr(target, "venue", paused_soon)
     started = time.monotonic()
     try:
         measurement = target.run(FioWorkload("seqwrite", runtime=30), timeout=8)
     finally:
         pause.cancel()
-        pause.join()
+        if pause.ident is not None:
+            pause.join()
         target.client.ceph("osd", "unpause")
     assert time.monotonic() - started < 60
     assert not measurement.ok
