@@ -53,6 +53,11 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
     # default and best re-measured, and beside them what each risky option would buy
     risky = [label for label in data["gains"] if label.startswith("risky ")]
     assert "best" in data["gains"] and "risky ext4_barrier=false" in risky
+    # the headline: a verified gain to apply, or how close the default is to the best safe
+    # config found; and what the risky options would buy, none of them applied
+    headline = data["headline"]
+    assert "apply it" in headline or "the default is within" in headline, headline
+    assert "risky options, not applied: ext4_barrier=false " in headline, headline
     assert data["risks"] == []  # the best config tuned is safe: risky values are not searched
     assert not (out / "demo.img").exists()  # the image went with the teardown
     mounts = Path("/proc/self/mounts").read_text()

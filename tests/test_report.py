@@ -385,3 +385,24 @@ def test_sweep_headline_counts_runs_not_finished_configs(tmp_path: Path) -> None
         ).run()
         report = write_report(store, "sw", tmp_path)
     assert "sweep of 12 configs (finished), 24 of 24 runs measured" in report.headline
+
+
+def test_a_verdict_within_noise_says_how_close_the_default_is_and_what_risks_would_buy() -> None:
+    from stortune.measure.verify import Gain
+    from stortune.report.headline import risky_alternatives, verdict
+
+    def measured(gain: float, low: float, high: float, label: str) -> Gain:
+        return Gain("total.bw_mbs", "max", 100, 100 * (1 + gain), 5, 5, gain, low, high, 0.9, label)
+
+    noise = measured(0.01, -0.02, 0.04, "best")
+    text = verdict(noise, "throughput", "best safe config found")
+    assert text == (
+        "within noise of the default, keep it: the default is within 4% of the best safe "
+        "config found, which re-measured 1.01x (90% CI 0.98-1.04)"
+    )
+    gains = {
+        "best": noise,
+        "risky ext4_barrier=false": measured(1.9, 1.5, 2.3, "risky ext4_barrier=false"),
+        "sample": measured(0.1, 0.0, 0.2, "sample"),
+    }
+    assert risky_alternatives(gains) == "ext4_barrier=false 2.90x (90% CI 2.50-3.30)"

@@ -54,15 +54,20 @@ def headline(ctx: Context) -> str:
     parts = []
     gain = ctx.findings.gain
     if gain is not None:
-        parts.append(verdict(gain, word))
+        risky = ctx.findings.risks.get("best") or []
+        parts.append(
+            verdict(gain, word, "best config found" if risky else "best safe config found")
+        )
         for label in ("best-safe",):
             other = ctx.findings.gains.get(label)
             if other is not None:
                 parts.append(f"best safe config {_ratio(other)}")
-        risky = ctx.findings.risks.get("best") or []
         if risky:
             values = ", ".join(f"{r.parameter}={_value(r.value)}" for r in risky)
             parts.append(f"RISKY: {values} (can lose data on a crash or power cut)")
+        alternatives = risky_alternatives(ctx.findings.gains)
+        if alternatives:
+            parts.append(f"risky options, not applied: {alternatives}")
     else:
         best, default = ctx.findings.best, ctx.findings.default_value
         if best is not None and default and best.value:
@@ -79,15 +84,30 @@ def headline(ctx: Context) -> str:
     return f"{head}: " + ", ".join(parts)
 
 
-def verdict(gain: Gain, word: str) -> str:
-    """What the re-measured gain says: a gain, a loss, or within noise (keep the default)."""
+def verdict(gain: Gain, word: str, what: str = "best config found") -> str:
+    """What the re-measured gain says: a gain, a loss, or within noise (keep the default, and
+    by how much at most the `what` config could beat it, verified)."""
     if not gain.known:
         return "gain unknown: a run measured 0 or less, and a ratio needs every run above 0"
     if gain.significant and gain.gain > 0:
         return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip() + ": apply it"
     if gain.significant:
-        return f"keep the default: the best config found re-measured {_ratio(gain)}"
-    return f"within noise of the default, keep it: the best config found re-measured {_ratio(gain)}"
+        return f"keep the default: the {what} re-measured {_ratio(gain)}"
+    within = max(gain.ci_high, 0.0)
+    bound = f"the default is within {within:.0%} of " if math.isfinite(within) else ""
+    return (
+        f"within noise of the default, keep it: {bound}the {what}, which re-measured {_ratio(gain)}"
+    )
+
+
+def risky_alternatives(gains: dict[str, Gain]) -> str:
+    """What each risky value measured beside the default would buy ("risky NAME=VALUE"
+    labels of a verification), so the price of safety is on the line too."""
+    return ", ".join(
+        f"{label.removeprefix('risky ')} {_ratio(g)}"
+        for label, g in gains.items()
+        if label.startswith("risky ") and g.known
+    )
 
 
 def _ratio(gain: Gain) -> str:
