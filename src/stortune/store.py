@@ -217,7 +217,7 @@ class Store:
                 text = str(exc)
                 racing = any(m in text for m in _TRANSIENT)
                 if racing and attempt < _SCHEMA_ATTEMPTS - 1:
-                    time.sleep(0.05 * (attempt + 1))
+                    time.sleep(min(2.0, 0.05 * 2**attempt))  # about 13 s in all
                     continue
                 raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
             except (ValueError, TypeError, KeyError) as exc:
@@ -721,7 +721,9 @@ def _reason(exc: BaseException) -> str:
     """The driver's own message, first line only (SQLAlchemy appends long background links)."""
     inner = getattr(exc, "orig", None) or exc
     text = str(inner).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    first = text[0] if text else type(exc).__name__
+    code = getattr(inner, "sqlite_errorname", "")  # which I/O failed: SQLITE_IOERR_SHMMAP, ...
+    return f"{first} ({code})" if code.startswith("SQLITE_IOERR_") else first
 
 
 def _plain(value: Any) -> Any:
