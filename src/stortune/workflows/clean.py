@@ -6,8 +6,9 @@ which values they take (ext4 refuses journal_async_commit with data=ordered, a s
 tunables exist only under it, btrfs dropped options over the years). For each parameter and
 each of its values, `clean_space` finds valid configs holding the value, nearest the default
 first (its condition's gates switched on, constraints kept), applies them on a target, and
-records the outcome. A value that no context applies (three tried) is washed: `cleaned_space`
-drops it from the domain and the space file records it under `washed:` with the error.
+records the outcome. A value that no context applies (three tried, then the first once more,
+since a busy machine can fail one mount) is washed: `cleaned_space` drops it from the domain and
+the space file records it under `washed:` with the error.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def clean_space(
                 )
                 continue
             errors = []
-            for config in tried:
+            for config in [*tried, tried[0]]:
                 started = time.monotonic()
                 try:
                     target.apply(config)
