@@ -99,3 +99,14 @@ def test_scheduler_tunables_follow_their_scheduler_and_the_queue_is_put_back(
         assert "delalloc" not in plan.mount and "data=journal" in plan.mount  # omitted default
     assert {k: read(queue / k) for k in before} == before
     assert not list(Path(target.state_dir).glob("journal-*.jsonl"))
+
+
+def test_a_parameter_left_with_one_safe_value_is_not_ranked_for_tuning() -> None:
+    from stortune.space.risk import safe_space
+    from stortune.tuners.topk import rankable
+
+    safe = safe_space(load_space("stack"))
+    names = ["fs", "btrfs_barrier", "ext4_data", "metric_not_in_space"]
+    # btrfs's barrier has only `true` once its risky value is out: it would rank as btrfs
+    assert rankable(safe, names) == ["fs", "ext4_data", "metric_not_in_space"]
+    assert "btrfs_barrier" in rankable(load_space("stack"), names)  # with risk: two values

@@ -47,13 +47,23 @@ def _pinned(p: Parameter, value: Any) -> Parameter:
     return dataclasses.replace(p, kind=kind, values=(value,), default=value)
 
 
+def varies(p: Parameter) -> bool:
+    """Whether a tuner can move it: a pinned parameter, or one left with a single (safe)
+    value, cannot."""
+    return p.cardinality != 1 and not (p.is_numeric and p.low == p.high)
+
+
 def free_indices(space: Space) -> list[int]:
     """Dimensions of the unit-cube encoding that can vary (pinned ones are constant)."""
-    return [
-        i
-        for i, p in enumerate(space.parameters)
-        if p.cardinality != 1 and not (p.is_numeric and p.low == p.high)
-    ]
+    return [i for i, p in enumerate(space.parameters) if varies(p)]
+
+
+def rankable(space: Space, names: Sequence[str]) -> list[str]:
+    """The names worth ranking for tuning `space`: those it does not hold at one value. A
+    one-value parameter that exists only under one file system (btrfs's barrier, with its
+    risky value left out) ranks as that file system, and would take a top-K place from a
+    parameter a tuner can move."""
+    return [n for n in names if n not in space or varies(space[n])]
 
 
 def top_k(result: Any, k: int) -> list[str]:

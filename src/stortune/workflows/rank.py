@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -28,7 +28,7 @@ from stortune.store import Store
 from stortune.targets.base import Target
 from stortune.tuners import make_tuner
 from stortune.tuners.pool import pool_within
-from stortune.tuners.topk import pin, top_k
+from stortune.tuners.topk import pin, rankable, top_k
 from stortune.workflows.reporting import Reporter, run_measuring
 from stortune.workloads.base import Workload
 
@@ -152,6 +152,7 @@ def rank_space(
         dataset = stored_dataset(store, space, objective.metric, objective.direction)
     if dataset is None:
         raise StortuneError("no successful run to rank the parameters with")
+    dataset = replace(dataset, params=rankable(space, dataset.params))
     strategy = "top-n" if options.method == RankMethod.CARVER else None
     result = rank_dataset(dataset, options.method, objective.metric, strategy, options.top_k)
     free = top_k(result, options.top_k)
