@@ -223,3 +223,27 @@ def test_a_run_spoilt_past_its_tries_is_visited_again_not_told_as_a_failure(
     # five runs at least: four spoilt, then the good one (other work beside the suite may spoil
     # more, and those are measured again by the same rule)
     assert int((tmp_path / "competitor.dat.runs").read_text()) >= 4 + len(trial.runs)
+
+
+def test_a_run_whose_settings_another_process_changed_is_redone(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = quick_target(tmp_path)
+    checks = []
+
+    def rewritten_once() -> list[str]:
+        # what the localfs target's `reassert` says when another process wrote its sysctl
+        # during the first run (its own test does that for real, in /proc/sys)
+        checks.append(1)
+        return ["vm.dirty_ratio = 20 (applied: 33)"] if len(checks) == 1 else []
+
+    monkeypatch.setattr(target, "reassert", rewritten_once)
+    rules = RunRules(check_disturbance=True, settle_seconds=0.5, max_other_cpu=64)
+    if other_benchmarks():
+        pytest.skip(f"the machine is busy with other benchmarks: {other_benchmarks()[:2]}")
+    tune(store, "s", parse_space(SPACE), target, budget=1, repetitions=1, rules=rules)
+    [trial] = store.trials(store.campaign("s").id)
+    [run] = trial.runs
+    reasons = [a["reason"] for a in run.info["disturbed_attempts"]]
+    assert "another process changed vm.dirty_ratio = 20 (applied: 33)" in reasons
+    assert run.status == "ok"

@@ -311,3 +311,17 @@ def test_blank_scratch_device_is_formatted_and_left_attached(system: Path, scrat
         assert blkid(scratch) == "btrfs"
     assert scratch in loop_devices_of(system.parent)  # the user's device stays attached
     assert queue_settings(scratch) == before
+
+
+@needs_root
+def test_a_vm_setting_another_process_rewrote_is_found_and_written_back(system: Path) -> None:
+    space = parse_space(SETTINGS_SPACE)
+    target = LocalFsTarget(space, fs="ext4", image_size="256m", state_dir=system)
+    with target:
+        target.setup()
+        target.apply({"dirty_ratio": 33})
+        assert target.reassert() == []
+        Path("/proc/sys/vm/dirty_ratio").write_text("21\n")  # another tuner, on the same machine
+        assert target.reassert() == ["vm.dirty_ratio = 21 (applied: 33)"]
+        assert read_setting("/proc/sys/vm/dirty_ratio") == "33"
+        assert target.reassert() == []

@@ -348,6 +348,8 @@ class Runner:
             before = disturbance.probe()
             measurement = self._timed(slot, timeout)
             reason = disturbance.judge(before, disturbance.probe(), limits)
+            if reason is None and (drift := self.target.reassert()):
+                reason = f"another process changed {', '.join(drift)}"
             if reason is None:
                 if attempts:
                     measurement.info["disturbed_attempts"] = attempts

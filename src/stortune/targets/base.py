@@ -224,6 +224,11 @@ class Target(ABC):
         """The resource a workload runs in, ready for one run."""
         raise TargetError(f"the {self.kind} target provides no venue for {workload.name!r}")
 
+    def reassert(self) -> list[str]:
+        """Machine-wide settings of the applied config that something else changed since,
+        each as one line, after writing them back; a run they changed under is disturbed."""
+        return []
+
     def after_run(self, workload: Workload, measurement: Measurement) -> None:  # noqa: B027
         """What a target adds to a run's record (its devices, its options)."""
 

@@ -134,6 +134,7 @@ class LocalFsTarget(Target):
         self._formatted: Plan | None = None  # the plan whose mkfs made the current fs
         self._mounted_with: str | None = None
         self._applied: Config = {}
+        self._settled: Plan | None = None  # the plan of the last complete apply
         self._originals: dict[str, str] = {}
 
     def preflight(self) -> None:
@@ -272,6 +273,7 @@ class LocalFsTarget(Target):
                 raise TargetError(f"apply failed and settings stay changed: {problems[0]}") from exc
             raise
         self._applied = values
+        self._settled = plan
 
     def _level(self, plan: Plan, values: Config, space: Space) -> int:
         """2: re-format, 1: remount, 0: settings only."""
@@ -343,6 +345,21 @@ class LocalFsTarget(Target):
             self._remember(path, current, on_device)
             log.info("writing %s = %s (was %s)", path, value, current)
             sysconf.write(path, value)
+
+    def reassert(self) -> list[str]:
+        """The vm sysctls of the applied plan that something else wrote since (they are the
+        whole machine's, and another process may tune them too), written back."""
+        plan = self._settled
+        if plan is None or not self._applied:
+            return []
+        changed = []
+        for name, value in plan.vm:
+            current = sysconf.read(sysconf.sysctl_path(name))
+            if current != value:
+                changed.append(f"{name} = {current} (applied: {value})")
+        if changed:
+            self._settings(plan)
+        return changed
 
     def _remember(self, path: Path, current: str, on_device: bool) -> None:
         """Journal a setting's original value before its first change."""
