@@ -131,11 +131,14 @@ def runs_of(store: Store, name: str) -> int:
 # ---- ranking from the sample ------------------------------------------------------------------
 def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int) -> list[str]:
     """Carver's and Lasso's top parameters for one workload, interleaved (Carver first)."""
+    from dataclasses import replace
+
     from stortune.importance import rank_dataset
     from stortune.sources import load_source
-    from stortune.tuners.topk import top_k
+    from stortune.tuners.topk import rankable, top_k
 
     dataset = load_source(sample, store.url, workload=workload)
+    dataset = replace(dataset, params=rankable(space, dataset.params))
     carver = top_k(rank_dataset(dataset, "carver", dataset.metrics[0], "top-n", k), k)
     lasso = top_k(rank_dataset(dataset, "lasso", dataset.metrics[0]), k)
     out: list[str] = []
