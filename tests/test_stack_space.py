@@ -110,3 +110,16 @@ def test_a_parameter_left_with_one_safe_value_is_not_ranked_for_tuning() -> None
     # btrfs's barrier has only `true` once its risky value is out: it would rank as btrfs
     assert rankable(safe, names) == ["fs", "ext4_data", "metric_not_in_space"]
     assert "btrfs_barrier" in rankable(load_space("stack"), names)  # with risk: two values
+
+
+def test_a_ranked_child_frees_its_parent_and_a_pinned_space_can_start_elsewhere() -> None:
+    from stortune.tuners.topk import pin, with_parents
+
+    safe = safe_space(load_space("stack"))
+    free = with_parents(safe, ["bfq_slice_idle", "read_ahead_kb", "bfq_low_latency"])
+    assert free == ["scheduler", "bfq_slice_idle", "read_ahead_kb", "bfq_low_latency"]
+    start = {**safe.default_config(), "fs": "xfs", "scheduler": "bfq", "bfq_slice_idle": 0}
+    start = safe.validate(start)
+    focused = pin(safe, free, held=start, start=start)
+    assert focused.default_config() == start  # the first evaluation is the start config
+    assert focused["fs"].values == ("xfs",) and len(focused["scheduler"].values) > 1

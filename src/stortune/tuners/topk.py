@@ -16,17 +16,24 @@ from stortune.errors import SpaceError, StortuneError
 from stortune.space import Kind, Parameter, Space
 
 
-def pin(space: Space, free: Sequence[str], held: Mapping[str, Any] | None = None) -> Space:
+def pin(
+    space: Space,
+    free: Sequence[str],
+    held: Mapping[str, Any] | None = None,
+    start: Mapping[str, Any] | None = None,
+) -> Space:
     """`space` with only `free` varying; the rest pinned to `held` (default where not given).
 
-    The free parameters keep their defaults, unless that default config breaks a constraint
-    with the held values: then they start from `held` too.
+    The free parameters keep their defaults, or take their values in `start` (the config a
+    campaign's first evaluation then measures), unless that config breaks a constraint with
+    the held values: then they start from `held` too.
     """
     for name in free:
         space[name]
     values = {**space.default_config(), **dict(held or {})}
+    begin = dict(start or {})
     pinned = [
-        dataclasses.replace(p) if p.name in free else _pinned(p, values.get(p.name, p.default))
+        _started(p, begin) if p.name in free else _pinned(p, values.get(p.name, p.default))
         for p in space.parameters
     ]
     description = f"{space.description} (tuning {', '.join(free)}; the rest pinned)".strip()
@@ -37,6 +44,32 @@ def pin(space: Space, free: Sequence[str], held: Mapping[str, Any] | None = None
             if p.name in free and p.name in values:
                 p.default = p.check(values[p.name])
         return Space(space.name, pinned, space.constraints, description, space.source)
+
+
+def _started(p: Parameter, start: Mapping[str, Any]) -> Parameter:
+    if p.name not in start or start[p.name] is None:
+        return dataclasses.replace(p)
+    return dataclasses.replace(p, default=p.check(start[p.name]))
+
+
+def with_parents(space: Space, names: Sequence[str]) -> list[str]:
+    """`names`, each after the parameters its condition reads (and theirs), when those can
+    vary: a ranking finds bfq's tunables when what matters is the scheduler being bfq, and a
+    child freed under a pinned parent is never active."""
+    out: list[str] = []
+
+    def add(name: str) -> None:
+        if name in out:
+            return
+        condition = space[name].condition
+        for parent in sorted(condition.names if condition is not None else ()):
+            if parent in space and varies(space[parent]):
+                add(parent)
+        out.append(name)
+
+    for name in names:
+        add(name)
+    return out
 
 
 def _pinned(p: Parameter, value: Any) -> Parameter:

@@ -2,7 +2,9 @@
 
 `rank_space` ranks a space's parameters (Carver or Lasso) on every run stored for it, measuring
 a Latin hypercube sample first when the store holds too few configs, and returns the space to
-tune: the top K free, the others pinned at their best known (or default) values.
+tune: the top K free, with the parameters their conditions read (a ranked bfq tunable frees the
+scheduler), the others pinned at their best known (or default) values. Held at the best, the
+free ones start from it too, so the campaign's first evaluation is the best config measured.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from stortune.store import Store
 from stortune.targets.base import Target
 from stortune.tuners import make_tuner
 from stortune.tuners.pool import pool_within
-from stortune.tuners.topk import pin, rankable, top_k
+from stortune.tuners.topk import pin, rankable, top_k, with_parents
 from stortune.workflows.reporting import Reporter, run_measuring
 from stortune.workloads.base import Workload
 
@@ -155,17 +157,19 @@ def rank_space(
     dataset = replace(dataset, params=rankable(space, dataset.params))
     strategy = "top-n" if options.method == RankMethod.CARVER else None
     result = rank_dataset(dataset, options.method, objective.metric, strategy, options.top_k)
-    free = top_k(result, options.top_k)
+    free = with_parents(space, top_k(result, options.top_k))
     means = dataset.aggregated().frame
     best_row = means.sort_values(
         objective.metric, ascending=objective.direction == Direction.MIN
     ).iloc[0]
     held: Config = {}
-    if options.hold == "best":
-        held = {n: _plain(best_row[n]) for n in space.names if n not in free}
-        held = {n: v for n, v in held.items() if v is not None}
+    start: Config = {}
+    if options.hold == "best":  # and the free ones start there: the first evaluation is it
+        best = {n: _plain(best_row[n]) for n in space.names}
+        start = {n: v for n, v in best.items() if v is not None}
+        held = {n: v for n, v in start.items() if n not in free}
     return Ranking(
-        pin(space, free, held),
+        pin(space, free, held, start),
         free,
         held,
         len(means),
