@@ -7,10 +7,11 @@ for each workload:
 1. One Latin hypercube of the safe stack space, measured once under every workload with short
    runs (the default config as a reference every 10), shared by all workloads: the ranking's
    data and the "much larger search" to compare with.
-2. stortune's flow: Carver and Lasso rank the parameters from the sample; the default tuner (bo)
-   tunes the top K (the others at their defaults) with intensification (paired races,
-   the best by lower confidence bound), `--budget` evaluations. Once more with risk allowed:
-   the top K plus every parameter whose values carry a risk.
+2. stortune's flow, as `stortune tune --rank` runs it: Carver and Lasso rank the parameters
+   from the sample; the default tuner (bo) tunes the top K (with the parameters their
+   conditions read), starting from the sample's best config and holding the others there, with
+   intensification (paired races, the best by lower confidence bound), `--budget` evaluations.
+   Once more with risk allowed: the top K plus every parameter whose values carry a risk.
 3. The peers, as a user of Optuna would run them: TPE and random search on the whole safe
    space, one run per config, the best single value, the same number of evaluations.
 4. One verification per workload, interleaved, `--verify` repetitions each: the default, each
@@ -53,7 +54,7 @@ from stortune.space import Config, Space, load_space
 from stortune.space.risk import risks_of, safe_space
 from stortune.store import Store
 from stortune.targets.base import Target
-from stortune.tuners.topk import pin
+from stortune.tuners.topk import pin, with_parents
 from stortune.workflows.rank import sample_space
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.tune import TuneJob, resume_tuning, start_tuning
@@ -270,10 +271,14 @@ def rows_for(
             "risks": [r.text() for r in risks_of(space, config)],
         }
         if in_loop is not None:
+            # the tuner's own gain is over its first incumbent, the sample's best: the
+            # verification measured both, so the same ratio re-measured is beside it
+            start = gains.get("sample")
             row.update(
                 in_loop=1 + in_loop.gain,
                 in_loop_low=1 + in_loop.ci_low,
                 in_loop_high=1 + in_loop.ci_high,
+                verified_over_start=gain.best_mean / start.best_mean if gain and start else None,
             )
         out.append(row)
     return out
@@ -302,14 +307,15 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
     rows = []
     for w in names:
         workload = [FioWorkload(w, runtime=args.runtime)]
-        top = ranked(store, sample, w, safe, args.top_k)
+        top = with_parents(safe, ranked(store, sample, w, safe, args.top_k))
         best_row = sample_best(store, sample, w, safe)
         console.note(f"{w}: top {args.top_k} {top}; sample's best {best_row}")
-        # the others held at their defaults: the campaign's first incumbent is then the true
-        # default, so its in-loop gain and the verified one compare the same configs
-        focused = pin(safe, top, {})
+        # as `stortune tune --rank` does (--hold best): the others held at the sample's best,
+        # where the campaign starts, so its first incumbent is that config
+        focused = pin(safe, top, best_row, best_row)
         risky_params = [p.name for p in stack.parameters if p.extra.get("risk")]
-        risky_focus = pin(stack, list(dict.fromkeys([*top, *risky_params])), {})
+        risky_free = with_parents(stack, list(dict.fromkeys([*top, *risky_params])))
+        risky_focus = pin(stack, risky_free, best_row, best_row)
         common = dict(target=target, workloads=workload, budget=args.budget, rules=rules,
                       console=console, repetitions=args.pairs, seed=args.seed)  # fmt: skip
         campaigns = {"best": f"{w}-bo", "risky": f"{w}-bo-risk"}
