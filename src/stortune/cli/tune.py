@@ -123,7 +123,10 @@ def register(app: typer.Typer) -> None:
             "with the best lower confidence bound, never the best single run.",
         ),
         rank: str = typer.Option(
-            None, "--rank", help="Rank parameters first (carver or lasso) and tune the top K."
+            None,
+            "--rank",
+            help="Rank parameters first (carver or lasso) and tune the top K (and the parameters "
+            "their conditions read).",
         ),
         top_k: int = typer.Option(5, "--top-k", "-k", help="With --rank: parameters to tune."),
         rank_budget: int = typer.Option(
@@ -133,7 +136,10 @@ def register(app: typer.Typer) -> None:
             "runs already stored for this space \\[default: max(20, 2 x parameters)].",
         ),
         hold: str = typer.Option(
-            "best", "--hold", help="With --rank: pin the others at their 'best' or 'default'."
+            "best",
+            "--hold",
+            help="With --rank: pin the others at the sample's 'best' config (where the tuning "
+            "then starts) or at their 'default'.",
         ),
         verify: int = typer.Option(
             5, "--verify", help="Re-measure default and best this many times each (0: skip)."
