@@ -513,11 +513,12 @@ def settings_of(args: argparse.Namespace, part: str) -> dict[str, Any]:
 def write(
     rows: list[dict[str, Any]], args: argparse.Namespace, part: str, partial: bool = False
 ) -> None:
-    """Merge one part's rows into the results file; rows of workloads not measured now stay."""
+    """Merge one part's rows into the results file; rows of workloads not measured now stay
+    when they were measured with the same settings (an older run's are dropped)."""
     existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    kept = [
-        r for r in existing.get("rows", []) if r["workload"] not in {x["workload"] for x in rows}
-    ]
+    same = existing.get("settings", {}).get(part) == settings_of(args, part)
+    measured = {x["workload"] for x in rows}
+    kept = [r for r in existing.get("rows", []) if same and r["workload"] not in measured]
     result = {
         "bench": "stack-gains",
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -560,8 +561,8 @@ def minutes_cell(row: dict[str, Any]) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| workload | tuner | risk | evals | runs | minutes | default | gain (90% CI) "
-        "| in loop | risky values |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| in loop | re-measured | risky values |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ci = gain_cell(r)
@@ -570,11 +571,12 @@ def table(rows: list[dict[str, Any]]) -> str:
             if "in_loop" in r
             else ""
         )
+        again = f"{number(r['verified_over_start'])}x" if r.get("verified_over_start") else ""
         minutes = minutes_cell(r)
         lines.append(
             f"| {r['workload']} | {r['tuner']} | {'allowed' if r['risk_allowed'] else 'safe'} | "
             f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
-            f"{number(r.get('default_mean'))} | {ci} | {loop} | {risky_values(r)} |"
+            f"{number(r.get('default_mean'))} | {ci} | {loop} | {again} | {risky_values(r)} |"
         )
     return "\n".join(lines)
 
