@@ -134,7 +134,6 @@ class LocalFsTarget(Target):
         self._formatted: Plan | None = None  # the plan whose mkfs made the current fs
         self._mounted_with: str | None = None
         self._applied: Config = {}
-        self._settled: Plan | None = None  # the plan of the last complete apply
         self._originals: dict[str, str] = {}
 
     def preflight(self) -> None:
@@ -273,7 +272,6 @@ class LocalFsTarget(Target):
                 raise TargetError(f"apply failed and settings stay changed: {problems[0]}") from exc
             raise
         self._applied = values
-        self._settled = plan
 
     def _level(self, plan: Plan, values: Config, space: Space) -> int:
         """2: re-format, 1: remount, 0: settings only."""
@@ -349,9 +347,9 @@ class LocalFsTarget(Target):
     def reassert(self) -> list[str]:
         """The vm sysctls of the applied plan that something else wrote since (they are the
         whole machine's, and another process may tune them too), written back."""
-        plan = self._settled
-        if plan is None or not self._applied:
+        if not self._applied:  # nothing applied, or an apply that did not complete
             return []
+        plan = self.plan(self._applied)
         changed = []
         for name, value in plan.vm:
             current = sysconf.read(sysconf.sysctl_path(name))
