@@ -11,10 +11,15 @@ from typer.testing import CliRunner
 from stortune.cli import app
 from stortune.measure.noise import repetitions_needed
 
+# Each run drifts 1% from the last: counted in runs rather than seconds, so the drift does not
+# shrink when a busy machine starts the runs later or spaces them differently.
 DRIFTING = """\
-import json, random, sys, time
-start = float(open(sys.argv[2]).read())
-drift = 1.0 + 0.5 * (time.time() - start)
+import json, random, sys
+counter = open(sys.argv[2], "r+")
+runs = int(counter.read() or 0)
+counter.seek(0)
+counter.write(str(runs + 1))
+drift = 1.01**runs
 print(json.dumps({"mbs": float(sys.argv[1]) * 100 * drift * random.gauss(1, 0.002)}))
 """
 
@@ -33,8 +38,8 @@ def test_repetitions_needed_by_hand() -> None:
 def test_noise_command_separates_drift_from_noise(tmp_path: Path) -> None:
     script = tmp_path / "drift.py"
     script.write_text(DRIFTING)
-    clock = tmp_path / "start"
-    clock.write_text(str(time.time()))
+    counter = tmp_path / "runs"
+    counter.write_text("0")
     (tmp_path / "s.yaml").write_text(SPACE)
     result = CliRunner().invoke(
         app,
@@ -45,7 +50,7 @@ def test_noise_command_separates_drift_from_noise(tmp_path: Path) -> None:
             "-c",
             "level=2.0",
             "--command",
-            f"{sys.executable} {script} {{level}} {clock}",
+            f"{sys.executable} {script} {{level}} {counter}",
             "-o",
             "mbs",
             "--seconds",
