@@ -1,5 +1,5 @@
 """Noise-aware incumbents: a challenger replaces the incumbent only after winning paired runs
-with confidence, the best is chosen by its lower confidence bound, and a noisy target's true
+with confidence, the best is the last incumbent, and a noisy target's true
 best is found more often than by picking the best single run."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from conftest import tune
 
 from stortune.measure.racing import PRIOR_SPREAD, Verdict, decide, log_ratio, pooled_spread
+from stortune.measure.verify import in_loop_gain
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
@@ -53,6 +54,12 @@ NOISY = textwrap.dedent(
     print(json.dumps({"v": true * (1 + 0.10 * rng.gauss(0, 1))}))
     """
 )
+
+
+def true_value(x: int) -> float:
+    return 100.0 if x == 6 else 80.0 + x
+
+
 SPACE = "name: s\nparameters:\n  x: {type: int, low: 0, high: 9, default: 0}\n"
 
 
@@ -67,6 +74,7 @@ def noisy_target(tmp_path: Path, seed: int) -> CommandTarget:
 def test_racing_finds_the_true_best_more_often_than_the_best_single_run(tmp_path: Path) -> None:
     space = parse_space(SPACE)
     found = {True: 0, False: 0}
+    covered = 0
     for seed in range(10):
         for intensify in (False, True):
             folder = tmp_path / f"{seed}-{intensify}"
@@ -84,7 +92,17 @@ def test_racing_finds_the_true_best_more_often_than_the_best_single_run(tmp_path
                     assert verdicts[0] == "first" and "wins" in verdicts
                     best = next(t for t in trials if t.config == result.outcome.best_config)
                     assert len(best.runs) >= 2  # never a single run
+                    # the best is the last incumbent, not a challenger that did not win
+                    holders = [t for t in trials if verdicts[t.seq] in ("first", "wins")]
+                    assert best.seq == holders[-1].seq
+                    # and its in-loop interval holds its true gain: no winner's curse
+                    in_loop = in_loop_gain(store, store.campaign("c"))
+                    assert in_loop is not None
+                    covered += (
+                        in_loop.ci_low <= true_value(best.config["x"]) / 80 - 1 <= in_loop.ci_high
+                    )
     assert found[True] >= 8 and found[True] > found[False], found
+    assert covered >= 8, covered  # of 10 campaigns, at 90% confidence
 
 
 def test_an_intensified_campaign_resumes_to_the_same_races(tmp_path: Path) -> None:

@@ -119,8 +119,8 @@ def register(app: typer.Typer) -> None:
             True,
             "--intensify/--no-intensify",
             help="Race each config against the best so far: paired runs next to each other in "
-            "time, replace it only when it wins with 90% confidence; the best is the config "
-            "with the best lower confidence bound, never the best single run.",
+            "time, replace it only when it wins with 90% confidence; the best is the last "
+            "incumbent, never the best single run.",
         ),
         rank: str = typer.Option(
             None,

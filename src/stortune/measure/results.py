@@ -8,14 +8,13 @@ slot (`finished_slots`), so the slot is measured again.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from stortune.enums import Direction, RunStatus
 from stortune.measure.objective import Objective, combine_workloads
-from stortune.stats import summarize, t_quantile
+from stortune.stats import summarize
 from stortune.store import Campaign, Run, Trial
 
 
@@ -87,71 +86,28 @@ def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | N
     return best
 
 
-def repetition_values(trial: Trial, workloads: Sequence[str], objective: Objective) -> list[float]:
-    """The trial's value per repetition (workloads combined; a repetition missing a workload's
-    successful run is left out)."""
-    by_rep: dict[int, dict[str, float]] = {}
-    for run in trial.runs:
-        value = run_value(run, objective)
-        if value is not None and run.workload in workloads:
-            by_rep.setdefault(run.repetition, {})[run.workload] = value
-    return [
-        combine_workloads([values[w] for w in workloads])
-        for _, values in sorted(by_rep.items())
-        if len(values) == len(workloads)
+RACE_HOLDERS = ("first", "wins")  # the race verdicts that make a trial the incumbent
+
+
+def race_incumbent(trials: Iterable[Trial]) -> Trial | None:
+    """The last trial that held the incumbency of a raced campaign: every challenger after it
+    failed to beat it on paired runs with the campaign's confidence. None before any race.
+
+    Not the best mean nor the best lower bound over all trials: those compare configs measured
+    at different times, unpaired, and a challenger that lost or stayed unproven in its race can
+    top them by drift or luck, the winner's curse the racing is there to stop."""
+    holders = [
+        t for t in trials if ((t.info or {}).get("race") or {}).get("verdict") in RACE_HOLDERS
     ]
-
-
-def pooled_rsd(samples: Iterable[Sequence[float]]) -> tuple[float, int]:
-    """The relative standard deviation of repetitions pooled over configs (each config's
-    deviations from its own mean), and its degrees of freedom: one noise level for the whole
-    campaign, steadier than any config's own estimate from a handful of runs."""
-    ss, df = 0.0, 0
-    for values in samples:
-        if len(values) >= 2:
-            mean = sum(values) / len(values)
-            if mean:
-                ss += sum(((v - mean) / mean) ** 2 for v in values)
-                df += len(values) - 1
-    return (math.sqrt(ss / df), df) if df else (math.nan, 0)
-
-
-def best_by_lower_bound(
-    trials: Iterable[Trial],
-    workloads: Sequence[str],
-    objective: Objective,
-    confidence: float = 0.9,
-) -> Trial | None:
-    """The trial whose mean is best at worst: the best lower confidence bound (for a
-    minimised metric, the best upper one) among trials repeated at least twice, with the
-    campaign's pooled noise. Never the luckiest single run; without repeated trials, the best
-    value."""
-    candidates = [t for t in trials if t.value is not None]
-    values = {t.id: repetition_values(t, workloads, objective) for t in candidates}
-    repeated = [t for t in candidates if len(values[t.id]) >= 2]
-    rsd, df = pooled_rsd(values.values())
-    if not repeated or not math.isfinite(rsd):
-        return best_trial(candidates, objective.direction)
-    t_value = t_quantile(0.5 + confidence / 2, df)
-    sign = Direction(objective.direction).sign
-
-    def bound(trial: Trial) -> float:
-        v = values[trial.id]
-        mean = sum(v) / len(v)
-        return sign * mean - t_value * rsd * abs(mean) / math.sqrt(len(v))
-
-    return max(repeated, key=bound)
+    return max(holders, key=lambda t: t.seq, default=None)
 
 
 def campaign_best(campaign: Campaign, trials: Iterable[Trial]) -> Trial | None:
-    """A campaign's best evaluation: by lower confidence bound when it raced its configs
-    (intensification), else by value."""
+    """A campaign's best evaluation: the last incumbent when it raced its configs
+    (intensification), else the best value."""
     from stortune.measure.reference import is_reference
 
     evaluated = [t for t in trials if not is_reference(t)]
-    objective = Objective.from_dict(campaign.objective)
     if campaign.settings.get("intensify"):
-        names = [w.get("name", "default") for w in campaign.workload.get("workloads", [])]
-        confidence = float(campaign.settings.get("confidence", 0.9))
-        return best_by_lower_bound(evaluated, names or ["default"], objective, confidence)
-    return best_trial(evaluated, objective.direction)
+        return race_incumbent(evaluated)
+    return best_trial(evaluated, Objective.from_dict(campaign.objective).direction)

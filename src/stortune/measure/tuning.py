@@ -11,7 +11,7 @@ With `intensify`, each config the tuner proposes races the incumbent (`racing`):
 challenger and incumbent, at most `repetitions` pairs, until it wins or loses with the stated
 confidence; the first config measured (the default, with `baseline`) is the first incumbent,
 measured `min_repetitions` times. The tuner is told each config's mean, and the campaign's best
-is the config with the best lower confidence bound, never the best single run.
+is the last incumbent, never the best single run nor a challenger that did not win its race.
 
 Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
 tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told its stored

@@ -27,7 +27,7 @@ from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.space import Config, Space
 from stortune.stats import ratio_ci, summarize
-from stortune.store import Campaign, Store, Trial
+from stortune.store import Campaign, Run, Store
 from stortune.workloads.base import Workload
 
 LABELS = ("default", "best")  # always re-measured; compared configs come after them
@@ -278,8 +278,9 @@ def recommended_config(store: Store, tuned: Campaign) -> tuple[Config, str]:
 
 
 def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> Gain | None:
-    """The gain of the campaign's best config over the default as the tuning runs measured it:
-    each run relative to the reference measured around it when the campaign has reference runs
+    """The gain of the campaign's best config over the default as the tuning runs measured it
+    (a race winner by its runs after the win, when it has at least two): each run relative to
+    the reference measured around it when the campaign has reference runs
     (drift cancelled), per repetition, against the runs of its default-config trial. With
     racing the default is the first incumbent, so it has several. None without both."""
     from stortune.measure.reference import campaign_relative
@@ -293,9 +294,9 @@ def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> G
     relative = campaign_relative(store, campaign) if objective.scalarizer is None else {}
     names = [w.get("name", "default") for w in campaign.workload.get("workloads", [])]
 
-    def values(trial: Trial) -> list[float]:
+    def values(runs: Sequence[Run]) -> list[float]:
         by_rep: dict[int, list[float]] = {}
-        for run in trial.runs:
+        for run in runs:
             if run.status != RunStatus.OK:
                 continue
             value = relative.get(run.id) if relative else objective.value(run.metrics)
@@ -303,7 +304,12 @@ def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> G
                 by_rep.setdefault(run.repetition, []).append(value)
         return [combine_workloads(v) for v in by_rep.values() if len(v) == (len(names) or 1)]
 
-    base, top = values(default), values(best)
+    base, top = values(default.runs), values(best.runs)
+    # A winner's own race ran until its runs looked better, so they overstate it: the runs it
+    # got defending the incumbency afterwards are a fresh measure, when there are enough.
+    defending = [r for r in best.runs if (r.info or {}).get("race") not in (None, best.seq)]
+    if best.id != default.id and len(values(defending)) >= 2:
+        top = values(defending)
     if not base or not top:
         return None
     return gain(objective.metric, objective.direction, base, top, confidence, "in the loop")
