@@ -10,7 +10,7 @@ for each workload:
 2. stortune's flow, as `stortune tune --rank` runs it: Carver and Lasso rank the parameters
    from the sample; the default tuner (bo) tunes the top K (with the parameters their
    conditions read), starting from the sample's best config and holding the others there, with
-   intensification (paired races, the best by lower confidence bound), `--budget` evaluations.
+   intensification (paired races; the best is the last incumbent), `--budget` evaluations.
    Once more with risk allowed: the top K plus every parameter whose values carry a risk.
 3. The peers, as a user of Optuna would run them: TPE and random search on the whole safe
    space, one run per config, the best single value, the same number of evaluations.
@@ -49,7 +49,13 @@ from stortune.measure.objective import Objective
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.measure.verify import in_loop_gain, new_verification, stored_gains
+from stortune.measure.verify import (
+    gains_over,
+    in_loop_gain,
+    label_values,
+    latest_verification,
+    new_verification,
+)
 from stortune.space import Config, Space, load_space
 from stortune.space.risk import risks_of, safe_space
 from stortune.store import Store
@@ -208,7 +214,6 @@ def tune_campaign(
 
 def verify_all(
     store: Store,
-    name: str,
     tuned: str,
     target: Target,
     space: Space,
@@ -216,26 +221,43 @@ def verify_all(
     repetitions: int,
     console: Console,
 ) -> None:
-    """One interleaved re-measurement of every config (named `name`)."""
-    if done(store, name):
-        return
-    if not exists(store, name):
-        campaign = new_verification(
+    """One interleaved re-measurement of every config. The latest one is kept (and finished)
+    when it measured each of them, under any label; otherwise a new one is made."""
+    latest = latest_verification(store, store.campaign(tuned))
+    if latest is None or set(verified_labels(store, tuned, space, configs)) != set(configs):
+        latest = new_verification(
             store, store.campaign(tuned), target.describe(), configs, repetitions, space
         )
-        if campaign.name != name:
-            raise SystemExit(f"verification named {campaign.name}, expected {name}")
-    run_measuring(open_campaign(store, name, target=target), console, name)
+    if not done(store, latest.name):
+        run_measuring(open_campaign(store, latest.name, target=target), console, latest.name)
 
 
-def verified_configs(store: Store, tuned: str) -> dict[str, Config]:
-    """The configs a tuning campaign's latest verification measured, by label."""
-    from stortune.measure.verify import latest_verification
+def verified_labels(
+    store: Store, tuned: str, space: Space, configs: dict[str, Config]
+) -> dict[str, list[str]]:
+    """For each label of `configs`, the labels under which the latest verification measured
+    that config. A campaign's best can be a config measured under another label (the sample's
+    best, where tuning started), and the same config under several labels is one config: its
+    runs are pooled."""
 
     verification = latest_verification(store, store.campaign(tuned))
     if verification is None:
         return {}
-    return {(t.info or {}).get("label", ""): dict(t.config) for t in store.trials(verification.id)}
+    measured = [
+        ((t.info or {}).get("label", ""), space.validate(t.config))
+        for t in store.trials(verification.id)
+    ]
+    out = {}
+    for label, config in configs.items():
+        same = [m for m, c in measured if c == space.validate(config)]
+        if same:
+            out[label] = same
+    return out
+
+
+def pooled(values: dict[str, list[float]], labels: dict[str, list[str]]) -> dict[str, list[float]]:
+    """Each label's re-measurements, over every label that measured its config."""
+    return {label: [v for m in same for v in values.get(m, [])] for label, same in labels.items()}
 
 
 def rows_for(
@@ -243,11 +265,20 @@ def rows_for(
     workload: str,
     space: Space,
     campaigns: dict[str, str],
+    configs: dict[str, Config],
     extra_seconds: dict[str, float],
 ) -> list[dict[str, Any]]:
-    """Table rows from the verification of `campaigns` (label -> tuning campaign)."""
-    gains = stored_gains(store, store.campaign(campaigns["best"]))
-    configs = verified_configs(store, campaigns["best"])
+    """Table rows from the verification of `configs`, by the label of the tuning campaign
+    (`campaigns`) that found each."""
+    verification = latest_verification(store, store.campaign(campaigns["best"]))
+    assert verification is not None
+    objective = Objective.from_dict(verification.objective)
+    values = pooled(
+        label_values(store, verification),
+        verified_labels(store, campaigns["best"], space, configs),
+    )
+    default = values.pop("default", [])
+    gains = gains_over(objective.metric, objective.direction, default, values) if default else {}
     out = []
     for label, campaign in campaigns.items():
         gain = gains.get(label)
@@ -334,10 +365,10 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
             if best is not None:
                 configs[label] = stack.validate(full_config(best.config, c))
         configs["sample"] = best_row
-        verify_all(store, f"{w}-bo-verify", f"{w}-bo", target, stack, configs, args.verify, console)
+        verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
         campaigns["sample"] = sample
         extra = {"best": sample_seconds, "risky": sample_seconds}
-        rows += rows_for(store, w, stack, campaigns, extra)
+        rows += rows_for(store, w, stack, campaigns, configs, extra)
         write(rows, args, "local", partial=True)
     return rows
 
@@ -422,12 +453,12 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         if best is not None:
             configs[label] = whole.validate(full_config(best.config, c))
     three = CephTarget(whole, osds=3, health_timeout=120)
-    verify_all(store, "ceph-bo-verify", "ceph-bo", three, whole, configs, args.verify, console)
+    verify_all(store, "ceph-bo", three, whole, configs, args.verify, console)
     rows = []
     for workload in RADOS:
         rows += [
             {**r, "workload": workload}
-            for r in rows_for_workload(store, "ceph-bo", workload, whole, campaigns)
+            for r in rows_for_workload(store, "ceph-bo", workload, whole, campaigns, configs)
         ]
     for row in rows:
         row["ranking"] = {"top": top, "stability": stability}
@@ -454,21 +485,26 @@ def merge_samples(store: Store, names: list[str], space: Space) -> str:
 
 
 def rows_for_workload(
-    store: Store, tuned: str, workload: str, space: Space, campaigns: dict[str, str]
+    store: Store,
+    tuned: str,
+    workload: str,
+    space: Space,
+    campaigns: dict[str, str],
+    configs: dict[str, Config],
 ) -> list[dict[str, Any]]:
     """Per-workload gains of a verification that measured several workloads."""
-    from stortune.measure.verify import gain, latest_verification
+    from stortune.measure.verify import gain
 
     verification = latest_verification(store, store.campaign(tuned))
     assert verification is not None
-    values: dict[str, list[float]] = {}
+    measured: dict[str, list[float]] = {}
     for trial in store.trials(verification.id):
-        label = (trial.info or {}).get("label")
-        values[label] = [
+        measured[(trial.info or {}).get("label")] = [
             r.metrics["bw_mbs"]
             for r in trial.runs
             if r.workload == workload and r.status == "ok" and "bw_mbs" in r.metrics
         ]
+    values = pooled(measured, verified_labels(store, tuned, space, configs))
     out = []
     for label in [*campaigns, "expert"]:
         if not values.get(label) or not values.get("default"):
