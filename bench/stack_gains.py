@@ -164,7 +164,7 @@ def sample_best(store: Store, sample: str, workload: str | None, space: Space) -
     metric = data.metrics[0]
     frame = data.frame.dropna(subset=[metric])
     row = frame.loc[frame[metric].idxmax()]
-    raw = {p: row[p] for p in data.params if p in space and str(row[p]) != "n/a"}
+    raw = {p: row[p] for p in data.params if p in space and str(row[p]) not in ("n/a", "nan")}
     return space.validate({k: (v.item() if hasattr(v, "item") else v) for k, v in raw.items()})
 
 
@@ -435,8 +435,10 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         )
         if agreement >= args.ceph_agreement:
             break
-    top = ranked(store, merged, None, space, args.top_k)
-    focused = pin(space, top, {})
+    top = with_parents(space, ranked(store, merged, None, space, args.top_k))
+    start = sample_best(store, merged, None, space)
+    console.note(f"ceph: top {args.top_k} {top}; sample's best {start}")
+    focused = pin(space, top, start, start)  # as `stortune tune --rank` (--hold best)
     common = dict(target=target, workloads=workloads, budget=args.ceph_budget, rules=rules,
                   console=console, repetitions=args.pairs, seed=args.seed,
                   metric="bw_mbs")  # fmt: skip
@@ -452,6 +454,7 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         best = campaign_best(c, store.trials(c.id))
         if best is not None:
             configs[label] = whole.validate(full_config(best.config, c))
+    configs["sample"] = whole.validate(start)
     three = CephTarget(whole, osds=3, health_timeout=120)
     verify_all(store, "ceph-bo", three, whole, configs, args.verify, console)
     rows = []
@@ -506,7 +509,7 @@ def rows_for_workload(
         ]
     values = pooled(measured, verified_labels(store, tuned, space, configs))
     out = []
-    for label in [*campaigns, "expert"]:
+    for label in [*campaigns, "expert", "sample"]:
         if not values.get(label) or not values.get("default"):
             continue
         g = gain("bw_mbs", "max", values["default"], values[label], label=label)
