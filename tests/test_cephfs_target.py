@@ -29,7 +29,7 @@ from conftest import ensure_ceph
 from stortune.errors import TargetError
 from stortune.space import Space, load_space
 from stortune.targets import mounts
-from stortune.targets.cephcluster.fs import read_layout
+from stortune.targets.cephcluster.fs import active_mds, read_layout
 from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.base import Venue
@@ -162,10 +162,20 @@ def test_an_osd_dying_mid_run_fails_the_run_and_the_next_apply_heals(
         killer.cancel()
     assert not measurement.ok
     assert measurement.error is not None and "osd.0 exited during the run" in measurement.error
+    killed = target._session
     target.apply(target.space.default_config())
     assert target.cluster.pids["osd.0"] != osd  # restarted
     assert mounts.is_mounted(target.mount_point)
+    # the killed mount's session is evicted, not left to hold its files' caps for a minute
+    assert killed is not None and target._session not in (None, killed)
+    assert killed not in mds_sessions(target)
     assert target.run(WRITE, timeout=120).ok
+
+
+def mds_sessions(target: CephFSTarget) -> set[int]:
+    """The client ids of the active MDS's sessions."""
+    (name,) = active_mds(target.client)
+    return {int(s["id"]) for s in target.client.json("tell", f"mds.{name}", "session", "ls")}
 
 
 def test_a_nearly_full_cluster_is_not_run_on(target: CephFSTarget) -> None:

@@ -165,6 +165,7 @@ class CephFSTarget(CephTarget):
         self._folder = StateFolder(self.state_dir, lock=self._lock)
         self._journal: Journal | None = None
         self._fuse: FuseMount | None = None
+        self._session: int | None = None  # the mount's client id at the MDS
         self._root: Path | None = None  # existing mode: the folder of the mount point
         self._layout = dict(DEFAULT_LAYOUT)
         self.exporters: list[Exporter] = []
@@ -323,6 +324,29 @@ class CephFSTarget(CephTarget):
             )
         log.info("mounting CephFS on %s", self.mount_point)
         self._fuse.mount({"admin_socket": str(self.fuse_asok)})  # its perf counters
+        self._session = self._session_id()
+
+    def _session_id(self) -> int | None:
+        """The mount's client id at the MDS (ceph-fuse's ``status``), None when not told."""
+        try:
+            status = asok_command(self.fuse_asok, "status")
+        except TargetError:
+            return None
+        found = status.get("id") if isinstance(status, dict) else None
+        return int(found) if isinstance(found, int) else None
+
+    def _evict(self, session: int | None) -> None:
+        """End a killed ceph-fuse's session at the MDS. Left alone, it keeps the capabilities
+        on the files it had open until the MDS times it out (``session_timeout``, 60 s), and
+        the next mount's first change to those files waits that long. Only this mount's own
+        session is evicted, by its id, also on an existing cluster."""
+        if session is None:
+            return
+        for name in self._daemon_names("mds"):
+            try:
+                self.client.ceph("tell", f"mds.{name}", "client", "evict", f"id={session}")
+            except TargetError as error:  # gone already: nothing to wait for
+                log.info("evicting client session %d: %s", session, error)
 
     def _unmount(self) -> None:
         if self._fuse is not None:
@@ -374,6 +398,7 @@ class CephFSTarget(CephTarget):
             self._wait_healthy()
         if self._fuse is not None and not self._fuse.serving:
             self._fuse.unmount()  # what is left of the old mount, and its process reaped
+            self._evict(self._session)
             self._mount()
 
     # ---- run ------------------------------------------------------------------------------
