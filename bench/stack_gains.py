@@ -243,10 +243,12 @@ def verified_labels(
     verification = latest_verification(store, store.campaign(tuned))
     if verification is None:
         return {}
-    measured = [
-        ((t.info or {}).get("label", ""), space.validate(t.config))
-        for t in store.trials(verification.id)
-    ]
+    measured = []
+    for trial in store.trials(verification.id):
+        try:
+            measured.append(((trial.info or {}).get("label", ""), space.validate(trial.config)))
+        except StortuneError:  # a config of another space: it matches none of these
+            continue
     out = {}
     for label, config in configs.items():
         same = [m for m, c in measured if c == space.validate(config)]

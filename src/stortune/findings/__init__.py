@@ -8,7 +8,7 @@ Why a package of its own, beside `measure` and `importance` rather than in `repo
 `workflows`: the HTML report only renders, and the same findings serve any other view of a
 campaign (--json, a notebook) without HTML; and `workflows` runs commands that measure or change
 the system, while this only reads the store and analyses. It calls the one rule of each kind
-where one exists: `measure.results.best_trial`, `measure.verify.recommended_config` and
+where one exists: `measure.results.campaign_best`, `measure.verify.recommended_config` and
 `stored_gain`, `importance.rank_carver` and `rank_lasso`.
 
 An analysis that breaks unexpectedly does not stop the others: its exception is kept in

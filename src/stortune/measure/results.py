@@ -14,6 +14,7 @@ from typing import Any
 
 from stortune.enums import Direction, RunStatus
 from stortune.measure.objective import Objective, combine_workloads
+from stortune.measure.racing import Verdict
 from stortune.stats import summarize
 from stortune.store import Campaign, Run, Trial
 
@@ -86,7 +87,7 @@ def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | N
     return best
 
 
-RACE_HOLDERS = ("first", "wins")  # the race verdicts that make a trial the incumbent
+RACE_HOLDERS = (Verdict.FIRST, Verdict.WINS)  # the race verdicts that make a trial the incumbent
 
 
 def race_incumbent(trials: Iterable[Trial]) -> Trial | None:
@@ -103,11 +104,11 @@ def race_incumbent(trials: Iterable[Trial]) -> Trial | None:
 
 
 def campaign_best(campaign: Campaign, trials: Iterable[Trial]) -> Trial | None:
-    """A campaign's best evaluation: the last incumbent when it raced its configs
-    (intensification), else the best value."""
+    """A campaign's best evaluation: the last incumbent among `trials` when they raced
+    (intensification), else the best value (a campaign that did not race, a verification, a
+    raced one stopped before its first verdict, or a subset without an incumbent)."""
     from stortune.measure.reference import is_reference
 
     evaluated = [t for t in trials if not is_reference(t)]
-    if campaign.settings.get("intensify"):
-        return race_incumbent(evaluated)
-    return best_trial(evaluated, Objective.from_dict(campaign.objective).direction)
+    holder = race_incumbent(evaluated) if campaign.settings.get("intensify") else None
+    return holder or best_trial(evaluated, Objective.from_dict(campaign.objective).direction)

@@ -306,7 +306,8 @@ def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> G
 
     base, top = values(default.runs), values(best.runs)
     # A winner's own race ran until its runs looked better, so they overstate it: the runs it
-    # got defending the incumbency afterwards are a fresh measure, when there are enough.
+    # got defending the incumbency afterwards are a fresh measure, when there are enough (if
+    # anything a low one: a race against it ends sooner when its run comes out high).
     defending = [r for r in best.runs if (r.info or {}).get("race") not in (None, best.seq)]
     if best.id != default.id and len(values(defending)) >= 2:
         top = values(defending)

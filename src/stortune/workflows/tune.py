@@ -231,6 +231,7 @@ def _verify(
         return {}
     configs = {"default": space.default_config(), "best": dict(best.config)}
     if risks_of(space, best.config):  # what the risk buys: the best safe config beside it
+        # (with racing, the last safe incumbent: the safe config the risky one had to beat)
         safe = campaign_best(
             measuring.campaign, [t for t in trials if not risks_of(space, t.config)]
         )
