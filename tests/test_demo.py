@@ -48,7 +48,11 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
     with Store(data["store"]) as db:
         trials = db.trials(db.campaign(data["campaign"]).id)
     assert len(trials) == 3 and trials[0].info["source"] == "default"
-    assert trials[0].info["race"]["verdict"] == "first"  # the default: the first incumbent
+    assert trials[0].info["race"]["verdict"] == "first"  # the first incumbent
+    # which is the ranking sample's best, as `tune --rank` starts: the tuning runs' own ratio
+    # says it is over that config, not over the default
+    assert data["in_loop"]["baseline"] == "start"
+    assert "the config tuning started from" in html
     assert all(t.status == "ok" for t in trials), [t.error for t in trials]
     # default and best re-measured, and beside them what each risky option would buy
     risky = [label for label in data["gains"] if label.startswith("risky ")]

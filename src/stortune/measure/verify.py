@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import yaml
@@ -27,7 +27,7 @@ from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.space import Config, Space
 from stortune.stats import ratio_ci, summarize
-from stortune.store import Campaign, Run, Store
+from stortune.store import Campaign, Run, Store, Trial
 from stortune.workloads.base import Workload
 
 LABELS = ("default", "best")  # always re-measured; compared configs come after them
@@ -50,6 +50,7 @@ class Gain:
     ci_high: float
     confidence: float
     label: str = "best"  # which config was compared with the default
+    baseline: str = "default"  # what it was compared with: the default, or where tuning started
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +72,7 @@ class Gain:
     def text(self) -> str:
         if not self.known:
             return (
-                f"{self.metric}: default {self.default_mean:.6g}, {self.label} "
+                f"{self.metric}: {self.baseline} {self.default_mean:.6g}, {self.label} "
                 f"{self.best_mean:.6g}: gain unknown, a ratio needs every run above 0"
             )
         ci = f"{self.confidence:.0%} CI {self.ci_low:+.1%} .. {self.ci_high:+.1%}"
@@ -79,7 +80,8 @@ class Gain:
             ci = "no CI: repeat each config at least twice"
         better = "higher" if self.direction == Direction.MAX else "lower"
         return (
-            f"{self.metric}: default {self.default_mean:.6g}, {self.label} {self.best_mean:.6g} "
+            f"{self.metric}: {self.baseline} {self.default_mean:.6g}, {self.label} "
+            f"{self.best_mean:.6g} "
             f"({better} is better): gain {self.gain:+.1%} ({ci}; n = {self.n_default} + "
             f"{self.n_best})"
         )
@@ -313,4 +315,20 @@ def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> G
         top = values(defending)
     if not base or not top:
         return None
-    return gain(objective.metric, objective.direction, base, top, confidence, "in the loop")
+    found = gain(objective.metric, objective.direction, base, top, confidence, "in the loop")
+    if started_at_default(campaign, default) is False:
+        return replace(found, baseline="start")
+    return found
+
+
+def started_at_default(campaign: Campaign, first: Trial) -> bool | None:
+    """Whether a campaign's first config is its whole space's default; not when a ranking held
+    the others at the sample's best and started there (`--hold best`). None for a space that
+    is not bundled, whose whole default the campaign does not keep."""
+    from stortune.space import load_space
+
+    try:
+        whole = load_space(campaign.space_name)
+        return whole.validate(dict(first.config)) == whole.default_config()
+    except StortuneError:
+        return None

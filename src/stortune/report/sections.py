@@ -436,7 +436,14 @@ def verification_section(ctx: Context) -> Section:
     elif gain.gain <= 0:
         section.text.append("Measured again, the best config was no better than the default.")
     loop = found.in_loop
-    if loop is not None:
+    if loop is not None and loop.baseline != "default":
+        section.text.append(
+            f"In the tuning runs the best config measured {1 + loop.gain:.2f}x the config "
+            f"tuning started from, the ranking sample's best ({loop.confidence:.0%} CI "
+            f"{1 + loop.ci_low:.2f}-{1 + loop.ci_high:.2f}); the ratios above are over the "
+            "default."
+        )
+    elif loop is not None:
         inside = 1 + loop.ci_low <= 1 + gain.gain <= 1 + loop.ci_high
         section.text.append(
             f"In the tuning runs the best config measured {1 + loop.gain:.2f}x the default "

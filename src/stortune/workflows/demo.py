@@ -4,7 +4,8 @@ As root: the whole local stack (the `stack` space: file system, its mkfs and mou
 block layer, vm) on a 2 GiB loop image, under a database-like fsync workload (dbfsync), the
 benchmark's page cache capped below its file set so the runs reach the stack (Carver's S2
 setting). A Latin hypercube of short runs ranks the parameters (Carver and Lasso); the default
-tuner tunes the top few with intensification (racing the incumbent); default and best are
+tuner tunes the top few with intensification (racing the incumbent), starting from the sample's
+best config with the others held there; default and best are
 re-measured side by side, and beside them each risky value the default file system has
 (barrier off, ...) so the page lists what the risks would buy without recommending them.
 
@@ -54,6 +55,7 @@ class DemoResult:
             "finding": self.finding,
             "gains": {k: g.to_dict() for k, g in self.tuned.gains.items()},
             "risks": [r.to_dict() for r in self.tuned.risks],
+            "in_loop": None if self.tuned.in_loop is None else self.tuned.in_loop.to_dict(),
         }
 
 
@@ -145,9 +147,9 @@ def run_demo(
             rules=RunRules(timeout=runtime * 10 + 120),
             tuner=tuner,
             name=name,
-            # the others at their defaults: the first incumbent is the true default, so the
-            # in-loop gain and the re-measured one compare the same configs
-            rank=RankOptions("carver", top_k, "default", sample) if len(space) > top_k else None,
+            # as `stortune tune --rank` does: the others held at the sample's best, where the
+            # tuning starts, so a good sampled config is not lost for want of a top-K place
+            rank=RankOptions("carver", top_k, "best", sample) if len(space) > top_k else None,
             verify=verify,
             compare=risky_alternatives(space),
         )
