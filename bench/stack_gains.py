@@ -222,9 +222,14 @@ def verify_all(
     console: Console,
 ) -> None:
     """One interleaved re-measurement of every config. The latest one is kept (and finished)
-    when it measured each of them, under any label; otherwise a new one is made."""
+    when it measured each of them, under any label, as many times; otherwise a new one is
+    made."""
     latest = latest_verification(store, store.campaign(tuned))
-    if latest is None or set(verified_labels(store, tuned, space, configs)) != set(configs):
+    if (
+        latest is None
+        or latest.settings.get("repetitions") != repetitions
+        or set(verified_labels(store, tuned, space, configs)) != set(configs)
+    ):
         latest = new_verification(
             store, store.campaign(tuned), target.describe(), configs, repetitions, space
         )
