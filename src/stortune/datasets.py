@@ -72,7 +72,11 @@ class Dataset:
         if self.frame[self.params].duplicated().sum() == 0:
             return self
         grouped = self.frame.groupby(self.params, dropna=False, sort=False)[self.metrics].mean()
-        frame = grouped.reset_index()
+        # index and values side by side in one step: reset_index inserts the hundreds of
+        # parameter columns of a Ceph space one at a time
+        frame = pd.concat(
+            [grouped.index.to_frame(index=False), grouped.reset_index(drop=True)], axis=1
+        )
         return Dataset(
             frame, list(self.params), list(self.metrics), dict(self.directions), self.source
         )

@@ -66,6 +66,8 @@ def prepare(dataset: Dataset, metric: str | None = None) -> tuple[str, Design]:
     matrix[:, log_cols] = np.log10(matrix[:, log_cols])
     logged = [columns[k] for k in log_cols]
     missing = np.isnan(matrix)
+    matrix[:, missing.all(axis=0)] = 0.0  # never active in the data: a constant, ranked last
+    missing = np.isnan(matrix)
     if missing.any():
         matrix = np.where(missing, np.nanmedian(matrix, axis=0), matrix)
     y = frame[name].to_numpy(dtype=float)
