@@ -58,7 +58,7 @@ from stortune.measure.verify import (
 )
 from stortune.space import Config, Space, load_space
 from stortune.space.risk import risks_of, safe_space
-from stortune.store import Store
+from stortune.store import Campaign, Store
 from stortune.targets.base import Target
 from stortune.tuners.topk import pin, with_parents
 from stortune.workflows.rank import sample_space
@@ -228,7 +228,7 @@ def verify_all(
     if (
         latest is None
         or latest.settings.get("repetitions") != repetitions
-        or set(verified_labels(store, tuned, space, configs)) != set(configs)
+        or set(verified_labels(store, latest, space, configs)) != set(configs)
     ):
         latest = new_verification(
             store, store.campaign(tuned), target.describe(), configs, repetitions, space
@@ -238,16 +238,12 @@ def verify_all(
 
 
 def verified_labels(
-    store: Store, tuned: str, space: Space, configs: dict[str, Config]
+    store: Store, verification: Campaign, space: Space, configs: dict[str, Config]
 ) -> dict[str, list[str]]:
-    """For each label of `configs`, the labels under which the latest verification measured
-    that config. A campaign's best can be a config measured under another label (the sample's
+    """For each label of `configs`, the labels under which `verification` measured that
+    config. A campaign's best can be a config measured under another label (the sample's
     best, where tuning started), and the same config under several labels is one config: its
     runs are pooled."""
-
-    verification = latest_verification(store, store.campaign(tuned))
-    if verification is None:
-        return {}
     measured = []
     for trial in store.trials(verification.id):
         try:
@@ -256,7 +252,8 @@ def verified_labels(
             continue
     out = {}
     for label, config in configs.items():
-        same = [m for m, c in measured if c == space.validate(config)]
+        wanted = space.validate(config)
+        same = [m for m, c in measured if c == wanted]
         if same:
             out[label] = same
     return out
@@ -282,7 +279,7 @@ def rows_for(
     objective = Objective.from_dict(verification.objective)
     values = pooled(
         label_values(store, verification),
-        verified_labels(store, campaigns["best"], space, configs),
+        verified_labels(store, verification, space, configs),
     )
     default = values.pop("default", [])
     gains = gains_over(objective.metric, objective.direction, default, values) if default else {}
@@ -514,7 +511,7 @@ def rows_for_workload(
             for r in trial.runs
             if r.workload == workload and r.status == "ok" and "bw_mbs" in r.metrics
         ]
-    values = pooled(measured, verified_labels(store, tuned, space, configs))
+    values = pooled(measured, verified_labels(store, verification, space, configs))
     out = []
     for label in [*campaigns, "expert", "sample"]:
         if not values.get(label) or not values.get("default"):

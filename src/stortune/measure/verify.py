@@ -311,8 +311,9 @@ def in_loop_gain(store: Store, campaign: Campaign, confidence: float = 0.9) -> G
     # got defending the incumbency afterwards are a fresh measure, when there are enough (if
     # anything a low one: a race against it ends sooner when its run comes out high).
     defending = [r for r in best.runs if (r.info or {}).get("race") not in (None, best.seq)]
-    if best.id != default.id and len(values(defending)) >= 2:
-        top = values(defending)
+    since_win = values(defending)
+    if best.id != default.id and len(since_win) >= 2:
+        top = since_win
     if not base or not top:
         return None
     found = gain(objective.metric, objective.direction, base, top, confidence, "in the loop")
