@@ -6,7 +6,7 @@ for each workload:
 
 1. One Latin hypercube of the safe stack space, measured once under every workload with short
    runs (the default config as a reference every 10), shared by all workloads: the ranking's
-   data and the "much larger search" to compare with.
+   data.
 2. stortune's flow, as `stortune tune --rank` runs it: Carver and Lasso rank the parameters
    from the sample; the default tuner (bo) tunes the top K (with the parameters their
    conditions read), starting from the sample's best config and holding the others there, with
@@ -16,12 +16,15 @@ for each workload:
    space, one run per config, the best single value, the same number of evaluations.
 4. One verification per workload, interleaved, `--verify` repetitions each: the default, each
    tuner's best, the sample's best and the risky best, so every gain comes from the same runs.
+5. Where stortune's safe result is not verified at 1.1x the default or more (`--wide N`): a
+   much larger search, a Latin hypercube of N safe configs for that workload alone, its best
+   verified in the same way beside the others: was there a safe gain to find?
 
 Ceph (`--ceph`): the cleaned Ceph space on a 1-OSD mini-cluster, rados bench write, sequential
 and random read measured together (their geometric mean is the objective): a Lasso ranking
 from samples drawn until it stands above the noise (the top K of bootstrap resamples agree with
-the whole sample's), then the three tuners on the top K, verified on 3 OSDs beside the default
-and the expert config.
+the whole sample's), then bo on the top K and the peers on the whole safe space, verified on
+3 OSDs beside the default and the expert config.
 
 Every campaign lives in one store (`--store`); an interrupted run resumes where it stopped.
 Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk setting, with the
@@ -71,6 +74,7 @@ METRIC = "total.bw_mbs"
 LOCAL_WORKLOADS = ("metadata", "stream", "rand4k", "dbfsync")
 RADOS = ("rados-write", "rados-seq", "rados-rand")
 PEERS = ("tpe", "random")
+TUNER_NAMES = {"best": "stortune (bo)", "risky": "stortune (bo)", "wide": "wide search"}
 
 
 class Console:
@@ -291,7 +295,7 @@ def rows_for(
         in_loop = in_loop_gain(store, tuned) if label == "best" else None
         row: dict[str, Any] = {
             "workload": workload,
-            "tuner": {"best": "stortune (bo)", "risky": "stortune (bo)"}.get(label, label),
+            "tuner": TUNER_NAMES.get(label, label),
             "label": label,
             "risk_allowed": label == "risky",
             "evaluations": sum(1 for t in store.trials(tuned.id) if t.seq >= 0),
@@ -372,9 +376,31 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
         campaigns["sample"] = sample
         extra = {"best": sample_seconds, "risky": sample_seconds}
-        rows += rows_for(store, w, stack, campaigns, configs, extra)
+        found = rows_for(store, w, stack, campaigns, configs, extra)
+        if args.wide and not shows_gain(found):
+            # no safe gain: a much larger search's best, verified beside stortune's result,
+            # shows whether one was there to find
+            wide = f"{w}-wide"
+            if exists(store, wide):
+                finish(store, wide, console)
+            else:
+                short = [FioWorkload(w, runtime=args.sample_runtime)]
+                sample_space(
+                    store, wide, safe, target, short, Objective(METRIC), args.wide, rules,
+                    console, seed=args.seed + 1, reference_every=10,
+                )  # fmt: skip
+            campaigns["wide"], configs["wide"] = wide, sample_best(store, wide, w, safe)
+            verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
+            found = rows_for(store, w, stack, campaigns, configs, extra)
+        rows += found
         write(rows, args, "local", partial=True)
     return rows
+
+
+def shows_gain(rows: list[dict[str, Any]]) -> bool:
+    """Whether stortune's safe result is verified at least 1.1x the default (lower bound)."""
+    best = next((r for r in rows if r["label"] == "best"), None)
+    return best is not None and (best.get("ci_low") or 0.0) >= 1.1
 
 
 def full_config(config: Config, campaign: Any) -> Config:
@@ -450,7 +476,8 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
     tune_campaign(store, "ceph-bo", space=focused, tuner="bo", intensify=True, **common)
     for peer in PEERS:
         campaigns[peer] = f"ceph-{peer}"
-        tune_campaign(store, f"ceph-{peer}", space=focused, tuner=peer, intensify=False, **common)
+        # as in the local part: a peer's user has no ranking, so it searches the whole safe space
+        tune_campaign(store, f"ceph-{peer}", space=space, tuner=peer, intensify=False, **common)
     whole = load_space("ceph")
     configs = {"default": whole.default_config(), "expert": load_config("expert", whole)}
     for label, campaign in campaigns.items():
@@ -467,9 +494,31 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
             {**r, "workload": workload}
             for r in rows_for_workload(store, "ceph-bo", workload, whole, campaigns, configs)
         ]
+    add_in_loop(store, "ceph-bo", rows)
     for row in rows:
         row["ranking"] = {"top": top, "stability": stability}
     return rows
+
+
+def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]]) -> None:
+    """bo's own gain over its start (the objective: the three workloads' geometric mean) on
+    its rows, beside the same ratio re-measured: the geometric mean over the workloads of the
+    verified best over the verified start."""
+    in_loop = in_loop_gain(store, store.campaign(tuned))
+    mean = {(r["workload"], r["label"]): r["mean"] for r in rows}
+    ratios = [
+        mean[(w, "best")] / mean[(w, "sample")]
+        for w in RADOS
+        if mean.get((w, "best")) and mean.get((w, "sample"))
+    ]
+    for row in rows:
+        if row["label"] == "best" and in_loop is not None:
+            row.update(
+                in_loop=1 + in_loop.gain,
+                in_loop_low=1 + in_loop.ci_low,
+                in_loop_high=1 + in_loop.ci_high,
+                verified_over_start=math.exp(np.mean(np.log(ratios))) if ratios else None,
+            )
 
 
 def merge_samples(store: Store, names: list[str], space: Space) -> str:
@@ -561,7 +610,11 @@ def write(
     existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     same = existing.get("settings", {}).get(part) == settings_of(args, part)
     measured = {x["workload"] for x in rows}
-    kept = [r for r in existing.get("rows", []) if same and r["workload"] not in measured]
+    kept = [
+        r
+        for r in existing.get("rows", [])
+        if part_of(r) != part or (same and r["workload"] not in measured)
+    ]
     result = {
         "bench": "stack-gains",
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -571,6 +624,10 @@ def write(
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
+
+
+def part_of(row: dict[str, Any]) -> str:
+    return "ceph" if row["workload"] in RADOS else "local"
 
 
 def json_plain(value: Any) -> Any:
@@ -630,6 +687,12 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=60)
     parser.add_argument("--sample", type=int, default=120, help="configs in the shared sample")
     parser.add_argument("--sample-runtime", type=float, default=3.0)
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=0,
+        help="configs of a larger search for workloads without a verified safe gain (0: none)",
+    )
     parser.add_argument("--runtime", type=float, default=5.0)
     parser.add_argument("--pairs", type=int, default=3, help="race pairs of a challenger")
     parser.add_argument("--verify", type=int, default=5)
