@@ -40,6 +40,8 @@ import argparse
 import json
 import math
 import time
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -161,15 +163,22 @@ def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int
 
 
 def sample_best(store: Store, sample: str, workload: str | None, space: Space) -> Config:
-    """The sample's best config for a workload (mean of its runs relative to the reference)."""
+    """The sample's best config for a workload (mean of its runs relative to the reference)
+    among those `space` holds: a sample drawn before a value was found risky can hold it."""
     from stortune.sources import load_source
 
     data = load_source(sample, store.url, workload=workload).aggregated()
     metric = data.metrics[0]
-    frame = data.frame.dropna(subset=[metric])
-    row = frame.loc[frame[metric].idxmax()]
-    raw = {p: row[p] for p in data.params if p in space and str(row[p]) not in ("n/a", "nan")}
-    return space.validate({k: (v.item() if hasattr(v, "item") else v) for k, v in raw.items()})
+    frame = data.frame.dropna(subset=[metric]).sort_values(metric, ascending=False)
+    for _, row in frame.iterrows():
+        raw = {p: row[p] for p in data.params if p in space and str(row[p]) not in ("n/a", "nan")}
+        try:
+            return space.validate(
+                {k: (v.item() if hasattr(v, "item") else v) for k, v in raw.items()}
+            )
+        except StortuneError:
+            continue
+    raise StortuneError(f"no config of {sample} is in the space {space.name!r}")
 
 
 # ---- one workload's campaigns ---------------------------------------------------------------
@@ -412,9 +421,22 @@ def full_config(config: Config, campaign: Any) -> Config:
 
 
 # ---- Ceph -------------------------------------------------------------------------------------
-def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -> float:
+STABLE_SHARE = 0.8  # of the resamples whose top K must hold a parameter for it to be stable
+
+
+@dataclass(frozen=True)
+class Stability:
+    agreement: float  # mean Jaccard of the resamples' top K with the whole sample's
+    stable: list[str]  # in the top K of STABLE_SHARE of the resamples
+    measured: int  # configs of the sample that ran
+
+
+def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -> Stability:
     """How much bootstrap resamples' Lasso top K agree with the whole sample's (mean Jaccard):
-    a ranking of noise changes with every resample, one of effects does not."""
+    a ranking of noise changes with every resample, one of effects does not. And the
+    parameters in the top K of at least 80% of the resamples (stability selection, Meinshausen
+    and Buehlmann 2010): the part of the ranking that stands above the noise even when the
+    rest of the top K does not."""
     from stortune.importance import rank_dataset
     from stortune.sources import load_source
     from stortune.tuners.topk import top_k
@@ -422,7 +444,7 @@ def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -
     data = load_source(sample, store.url).aggregated()
     whole = set(top_k(rank_dataset(data, "lasso", data.metrics[0]), k))
     rng = np.random.default_rng(seed)
-    scores = []
+    scores, held = [], Counter[str]()
     for _ in range(20):
         rows = rng.integers(0, len(data.frame), len(data.frame))
         part = type(data)(
@@ -434,7 +456,9 @@ def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -
         except Exception:  # noqa: BLE001 - a degenerate resample agrees with nothing
             found = set()
         scores.append(len(found & whole) / len(found | whole) if found | whole else 0.0)
-    return float(np.mean(scores))
+        held.update(found)
+    stable = [name for name, n in held.most_common() if n >= STABLE_SHARE * len(scores)]
+    return Stability(float(np.mean(scores)), stable, len(data.frame))
 
 
 def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[str, Any]]:
@@ -458,12 +482,14 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         else:
             finish(store, name, console)
         merged = merge_samples(store, [f"{sample}-{i}" for i in range(1, step + 1)], space)
-        agreement = stable_top(store, merged, space, args.top_k, args.seed)
-        stability.append({"samples": step * batch, "agreement": agreement})
+        found = stable_top(store, merged, space, args.top_k, args.seed)
+        stability.append({"samples": step * batch, **asdict(found)})
         console.note(
-            f"ceph ranking from {step * batch} samples: top-{args.top_k} agreement {agreement:.2f}"
+            f"ceph ranking from {step * batch} samples ({found.measured} ran): top-{args.top_k} "
+            f"agreement {found.agreement:.2f}; in {STABLE_SHARE:.0%} of the resamples' top "
+            f"{args.top_k}: {', '.join(found.stable) or 'none'}"
         )
-        if agreement >= args.ceph_agreement:
+        if found.agreement >= args.ceph_agreement:
             break
     top = with_parents(space, ranked(store, merged, None, space, args.top_k))
     start = sample_best(store, merged, None, space)
@@ -584,6 +610,7 @@ def rows_for_workload(
                 "ci_high": 1 + g.ci_high,
                 "default_mean": g.default_mean,
                 "mean": g.best_mean,
+                "risks": [r.text() for r in risks_of(space, configs.get(label, {}))],
             }
         )
     return out
