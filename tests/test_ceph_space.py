@@ -253,6 +253,26 @@ def test_options_mclock_profiles_set_themselves_are_not_tuned_under_them() -> No
     assert "osd_mclock_scheduler_client_res" in custom
 
 
+def test_the_data_cache_keeps_a_share_under_the_autotuner_too() -> None:
+    """The autotuner divides the cache by the kv, meta and kv onode ratios, data taking the
+    rest: a negative rest aborted ceph-osd here (PriorityCache mem_avail >= 0), with kv and
+    meta at their defaults (0.45 each), a kv onode ratio of 0.142 and autotune on."""
+    space = load_space("ceph")
+    aborted_here = {
+        "bluestore_cache_autotune": True,
+        "bluestore_cache_kv_onode_ratio": 0.142,
+        "osd_memory_target": 1999759004,
+        "osd_memory_base": 1236084077,
+        "osd_memory_cache_min": 142787260,
+        "osd_memory_expected_fragmentation": 0.1535,
+    }
+    with pytest.raises(ConfigError, match="kv_onode_ratio"):
+        space.validate(aborted_here)
+    shared = space.validate({**aborted_here, "bluestore_cache_kv_ratio": 0.4})
+    assert shared["bluestore_cache_meta_ratio"] == 0.45  # read under the autotuner: in the config
+    space.validate({**aborted_here, "bluestore_cache_autotune": False})  # fixed sizes: no abort
+
+
 def test_the_cache_autotuner_keeps_room_for_base_and_minimum_cache() -> None:
     space = load_space("ceph")
     aborted_here = {  # made ceph-osd abort with PriorityCache mem_avail < 0 on this machine
