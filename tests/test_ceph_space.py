@@ -16,6 +16,7 @@ from stortune.cephspace.params import build, cost_of, layer_of
 from stortune.cephspace.rules import Context, classify
 from stortune.errors import ConfigError, TargetError
 from stortune.space import Cost, Kind, load_space
+from stortune.space.risk import risks_of, risky_values, safe_space
 from stortune.targets.ceph import ceph_conf_section
 from stortune.targets.cephcluster.conf import BASELINE, format_value, same_value
 
@@ -251,6 +252,27 @@ def test_options_mclock_profiles_set_themselves_are_not_tuned_under_them() -> No
     assert "osd_mclock_scheduler_client_res" not in builtin
     custom = space.validate({"osd_op_queue": "mclock_scheduler", "osd_mclock_profile": "custom"})
     assert "osd_mclock_scheduler_client_res" in custom
+
+
+def test_values_that_let_corruption_through_carry_a_risk() -> None:
+    space = load_space("ceph")
+    assert set(risky_values(space["bluestore_csum_type"])) == {"none"}
+    assert set(risky_values(space["bluestore_ignore_data_csum"])) == {True}
+    assert set(risky_values(space["ms_crc_data"])) == {False}
+    safe = safe_space(space)
+    assert "none" not in safe["bluestore_csum_type"].values
+    expert = load_config("expert", space)  # Micron's: no checksums on data
+    assert [r.parameter for r in risks_of(space, expert)] == ["bluestore_csum_type"]
+
+
+def test_a_generated_space_marks_the_risky_values() -> None:
+    options = [
+        {"name": "bluestore_csum_type", "type": "str", "level": "advanced", "default": "crc32c",
+         "enum_values": ["none", "crc32c", "xxhash64"], "flags": [], "services": ["osd"],
+         "desc": "Default checksum algorithm to use"},
+    ]  # fmt: skip
+    space, _ = generate_space(options)
+    assert set(risky_values(space["bluestore_csum_type"])) == {"none"}
 
 
 def test_the_data_cache_keeps_a_share_under_the_autotuner_too() -> None:
