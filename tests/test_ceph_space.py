@@ -16,6 +16,7 @@ from stortune.cephspace.params import build, cost_of, layer_of
 from stortune.cephspace.rules import Context, classify
 from stortune.errors import ConfigError, TargetError
 from stortune.space import Cost, Kind, load_space
+from stortune.space.risk import risks_of, risky_values, safe_space
 from stortune.targets.ceph import ceph_conf_section
 from stortune.targets.cephcluster.conf import BASELINE, format_value, same_value
 
@@ -251,6 +252,47 @@ def test_options_mclock_profiles_set_themselves_are_not_tuned_under_them() -> No
     assert "osd_mclock_scheduler_client_res" not in builtin
     custom = space.validate({"osd_op_queue": "mclock_scheduler", "osd_mclock_profile": "custom"})
     assert "osd_mclock_scheduler_client_res" in custom
+
+
+def test_values_that_let_corruption_through_carry_a_risk() -> None:
+    space = load_space("ceph")
+    assert set(risky_values(space["bluestore_csum_type"])) == {"none"}
+    assert set(risky_values(space["bluestore_ignore_data_csum"])) == {True}
+    assert set(risky_values(space["ms_crc_data"])) == {False}
+    safe = safe_space(space)
+    assert "none" not in safe["bluestore_csum_type"].values
+    expert = load_config("expert", space)  # Micron's: no checksums on data
+    assert [r.parameter for r in risks_of(space, expert)] == ["bluestore_csum_type"]
+
+
+def test_a_generated_space_marks_the_risky_values() -> None:
+    options = [
+        {"name": "bluestore_csum_type", "type": "str", "level": "advanced", "default": "crc32c",
+         "enum_values": ["none", "crc32c", "xxhash64"], "flags": [], "services": ["osd"],
+         "desc": "Default checksum algorithm to use"},
+    ]  # fmt: skip
+    space, _ = generate_space(options)
+    assert set(risky_values(space["bluestore_csum_type"])) == {"none"}
+
+
+def test_the_data_cache_keeps_a_share_under_the_autotuner_too() -> None:
+    """The autotuner divides the cache by the kv, meta and kv onode ratios, data taking the
+    rest: a negative rest aborted ceph-osd here (PriorityCache mem_avail >= 0), with kv and
+    meta at their defaults (0.45 each), a kv onode ratio of 0.142 and autotune on."""
+    space = load_space("ceph")
+    aborted_here = {
+        "bluestore_cache_autotune": True,
+        "bluestore_cache_kv_onode_ratio": 0.142,
+        "osd_memory_target": 1999759004,
+        "osd_memory_base": 1236084077,
+        "osd_memory_cache_min": 142787260,
+        "osd_memory_expected_fragmentation": 0.1535,
+    }
+    with pytest.raises(ConfigError, match="kv_onode_ratio"):
+        space.validate(aborted_here)
+    shared = space.validate({**aborted_here, "bluestore_cache_kv_ratio": 0.4})
+    assert shared["bluestore_cache_meta_ratio"] == 0.45  # read under the autotuner: in the config
+    space.validate({**aborted_here, "bluestore_cache_autotune": False})  # fixed sizes: no abort
 
 
 def test_the_cache_autotuner_keeps_room_for_base_and_minimum_cache() -> None:

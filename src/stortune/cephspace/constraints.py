@@ -20,6 +20,12 @@ KNOWN: list[tuple[str, str]] = [
         "SAPPHIRE Table 1; BlueStore refuses to mount otherwise (_set_cache_sizes)",
     ),
     (
+        "not bluestore_cache_autotune or bluestore_cache_kv_ratio + bluestore_cache_meta_ratio"
+        " + bluestore_cache_kv_onode_ratio <= 1",
+        "the autotuner gives the data cache the rest of the three ratios; below 0 ceph-osd "
+        "aborts (PriorityCache mem_avail >= 0), and Pacific checks only kv + meta",
+    ),
+    (
         "ms_async_op_threads <= ms_async_max_op_threads",
         "SAPPHIRE Table 1 (Luminous)",
     ),
@@ -63,7 +69,8 @@ CONDITIONS: list[tuple[str, str]] = [
         r"|bluestore_cache_autotune_interval)$",
         "bluestore_cache_autotune",
     ),
-    (r"^bluestore_cache_(size|kv_ratio|meta_ratio)$", "not bluestore_cache_autotune"),
+    # the ratios share the cache out in both modes (the autotuner divides what it sizes by them)
+    (r"^bluestore_cache_size$", "not bluestore_cache_autotune"),
     (r"^bluestore_2q_cache_", "bluestore_cache_type == '2q'"),
     (r"^bluestore_avl_alloc_", "bluestore_allocator in ('avl', 'hybrid')"),
     (r"^bluestore_hybrid_alloc_", "bluestore_allocator == 'hybrid'"),

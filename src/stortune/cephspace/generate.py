@@ -11,6 +11,7 @@ import yaml
 
 from stortune.cephspace import constraints as rules_of_values
 from stortune.cephspace.params import build, typed
+from stortune.cephspace.risks import risks
 from stortune.cephspace.rules import MEDIA, Context, Option, classify
 from stortune.errors import SpaceError
 from stortune.space import Cost, Kind, Parameter, Space, parse_space
@@ -134,6 +135,8 @@ def generate_space(
     doc_params: dict[str, Any] = {name: p.to_dict() for name, p in params.items()}
     for name, condition in rules_of_values.conditions(params).items():
         doc_params[name]["active_when"] = condition
+    for name, by_value in risks(params).items():
+        doc_params[name]["risk"] = by_value
     doc = {
         "name": "ceph",
         "description": _description(version, rotational, objectstore, observed is not None),
