@@ -531,6 +531,8 @@ def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]]) -> None:
     its rows, beside the same ratio re-measured: the geometric mean over the workloads of the
     verified best over the verified start."""
     in_loop = in_loop_gain(store, store.campaign(tuned))
+    if in_loop is None:
+        return
     mean = {(r["workload"], r["label"]): r["mean"] for r in rows}
     ratios = [
         mean[(w, "best")] / mean[(w, "sample")]
@@ -538,7 +540,7 @@ def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]]) -> None:
         if mean.get((w, "best")) and mean.get((w, "sample"))
     ]
     for row in rows:
-        if row["label"] == "best" and in_loop is not None:
+        if row["label"] == "best":
             row.update(
                 in_loop=1 + in_loop.gain,
                 in_loop_low=1 + in_loop.ci_low,

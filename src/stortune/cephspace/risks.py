@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stortune.space import Kind, Parameter
+from stortune.space import Parameter
 
 RISKS: dict[str, dict[Any, str]] = {
     "bluestore_csum_type": {
@@ -39,8 +39,7 @@ def risks(params: Mapping[str, Parameter]) -> dict[str, dict[Any, str]]:
         p = params.get(name)
         if p is None:
             continue
-        values = (True, False) if p.kind is Kind.BOOL else tuple(p.values or ())
-        held = {v: why for v, why in by_value.items() if v in values}
+        held = {v: why for v, why in by_value.items() if v in p.values}
         if held:
             out[name] = held
     return out
