@@ -237,6 +237,15 @@ def test_the_device_block_size_is_washed_out() -> None:
     assert "bdev_block_size" not in load_space("ceph")
 
 
+def test_thresholds_of_a_full_osd_are_not_tuned() -> None:
+    option = {**BY_NAME["mon_osd_full_ratio"], "name": "osd_failsafe_full_ratio", "flags": []}
+    assert classify(option, Context(pinned=PINNED, names=set(BY_NAME))) == (
+        "washed",
+        "capacity threshold (when writes stop, not how fast they run)",
+    )
+    assert "osd_failsafe_full_ratio" not in load_space("ceph")
+
+
 def test_allocation_sizes_never_go_below_the_device_block() -> None:
     alloc = load_space("ceph")["bluestore_min_alloc_size"]
     assert min(alloc.values) == 4096 and alloc.default == 4096
