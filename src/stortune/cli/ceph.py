@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
     def up(
         directory: Path = DirOption,
         osds: int = typer.Option(1, help="Number of OSDs."),
-        osd_size: str = typer.Option("2g", help="Size of each OSD's block file."),
+        osd_size: str = typer.Option("8g", help="Size of each OSD's block file (sparse)."),
         json_out: bool = JsonOption,
     ) -> None:
         """Start a local mini-cluster (127.0.0.1 only) that stays up until `ceph down`.

@@ -96,7 +96,11 @@ class CephSettings(TargetSettings):
         "counts as failed.",
     )
     mode: str | None = setting(None)  # local or existing (default: existing when conf is given)
-    osd_size: str = setting("2g")
+    # BlueStore's RocksDB takes room of its own: deferred small writes pass through its WAL
+    # (a tuned deferred throttle of 512 MiB asked BlueFS for 281 MiB at once), and compaction
+    # swings it between 0.6 and 1.5 GiB under rewritten files, which aborted BlueFS on 2 GiB
+    # OSDs. The image file is sparse: 8 GiB costs what is written.
+    osd_size: str = setting("8g")
     state_dir: str = setting(factory=default_state_dir)
     pool: str = setting("stortune-bench")
     restart_command: str | None = setting(None)

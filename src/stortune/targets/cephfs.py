@@ -100,11 +100,6 @@ log = logging.getLogger(__name__)
 class CephFSSettings(CephSettings):
     """The ``ceph`` target's settings, the mount's, and an existing cluster's exporters."""
 
-    # Files rewritten run after run keep BlueStore's RocksDB busy: its space swings between
-    # 0.6 and 1.5 GiB under fileserver (deferred small writes, then compaction), which starved
-    # a 2 GiB OSD until BlueFS aborted. The image file is sparse: 8 GiB costs what is written.
-    osd_size: str = setting("8g")
-
     fs_name: str | None = setting(
         None,
         flag="--fs-name",

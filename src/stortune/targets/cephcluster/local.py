@@ -59,7 +59,7 @@ class LocalCluster:
         self,
         root: Path,
         osds: int = 2,
-        block_size: int = 2 << 30,
+        block_size: int = 8 << 30,
         persistent: bool = False,
         mds: bool = False,
     ) -> None:
