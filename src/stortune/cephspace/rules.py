@@ -122,7 +122,7 @@ WASH: list[Rule] = [
     ),
     # when an OSD stops taking writes, not how fast it takes them: a low value passes a short run
     # on an empty test pool and then blocks every write once data grows (seen: failsafe 0.48
-    # marked a 2 GiB OSD full and aborted BlueFS), a high one lets an OSD run out of space
+    # marked a 2 GiB OSD full), a high one lets an OSD run out of space
     ("capacity threshold (when writes stop, not how fast they run)", _name(r"full_ratio$")),
     ("machine placement (NUMA, CRUSH layout)", _name(r"numa|(^|_)crush(_|$)|_affinity")),
     # the device's logical block size, not a choice: 8192 on a 4 KiB device aborts ceph-osd
