@@ -14,7 +14,7 @@ from stortune.space import load_space
 from stortune.targets.cephcluster.client import CephClient
 from stortune.targets.cephcluster.conf import BASELINE
 from stortune.targets.cephcluster.health import status, wait_healthy
-from stortune.targets.cephcluster.local import LocalCluster
+from stortune.targets.cephcluster.local import DEFAULT_OSD_SIZE, LocalCluster
 from stortune.units import parse_size
 
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
@@ -67,7 +67,9 @@ def register(app: typer.Typer) -> None:
     def up(
         directory: Path = DirOption,
         osds: int = typer.Option(1, help="Number of OSDs."),
-        osd_size: str = typer.Option("8g", help="Size of each OSD's block file (sparse)."),
+        osd_size: str = typer.Option(
+            DEFAULT_OSD_SIZE, help="Size of each OSD's block file (sparse)."
+        ),
         json_out: bool = JsonOption,
     ) -> None:
         """Start a local mini-cluster (127.0.0.1 only) that stays up until `ceph down`.

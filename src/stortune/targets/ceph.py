@@ -51,7 +51,7 @@ from stortune.targets.cephcluster.conf import (
     same_value,
 )
 from stortune.targets.cephcluster.health import status, wait_healthy
-from stortune.targets.cephcluster.local import LocalCluster, recover_stale
+from stortune.targets.cephcluster.local import DEFAULT_OSD_SIZE, LocalCluster, recover_stale
 from stortune.targets.journal import MachineLock, default_state_dir
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
@@ -96,11 +96,7 @@ class CephSettings(TargetSettings):
         "counts as failed.",
     )
     mode: str | None = setting(None)  # local or existing (default: existing when conf is given)
-    # BlueStore's RocksDB takes room of its own: deferred small writes pass through its WAL
-    # (a tuned deferred throttle of 512 MiB asked BlueFS for 281 MiB at once), and compaction
-    # swings it between 0.6 and 1.5 GiB under rewritten files, which aborted BlueFS on 2 GiB
-    # OSDs. The image file is sparse: 8 GiB costs what is written.
-    osd_size: str = setting("8g")
+    osd_size: str = setting(DEFAULT_OSD_SIZE)
     state_dir: str = setting(factory=default_state_dir)
     pool: str = setting("stortune-bench")
     restart_command: str | None = setting(None)

@@ -33,6 +33,7 @@ from stortune.errors import TargetError
 from stortune.targets import syscmd
 from stortune.targets.cephcluster.client import CephClient
 from stortune.targets.cephcluster.conf import plumbing_conf
+from stortune.units import parse_size
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,12 @@ def _is_error_line(line: str) -> bool:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
+# BlueStore's RocksDB takes room of its own: deferred small writes pass through its WAL
+# (a tuned deferred throttle of 512 MiB asked BlueFS for 281 MiB at once), and compaction
+# swings it between 0.6 and 1.5 GiB under rewritten files, which aborted BlueFS on 2 GiB
+# OSDs. The image file is sparse: 8 GiB costs what is written.
+DEFAULT_OSD_SIZE = "8g"
+
 
 class LocalCluster:
     """A mini-cluster of `osds` OSDs, each on a `block_size`-byte file, in `root`."""
@@ -59,7 +66,7 @@ class LocalCluster:
         self,
         root: Path,
         osds: int = 2,
-        block_size: int = 8 << 30,
+        block_size: int = parse_size(DEFAULT_OSD_SIZE),
         persistent: bool = False,
         mds: bool = False,
     ) -> None:
