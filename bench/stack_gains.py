@@ -695,6 +695,14 @@ def minutes_cell(row: dict[str, Any]) -> str:
     return f"{row['seconds'] / 60:.0f}" if row.get("seconds") else "-"
 
 
+def risk_cell(row: dict[str, Any]) -> str:
+    """`allowed` when the tuning could pick risky values; a config given, not tuned (the
+    expert's), is `risky` when it holds one, so no risky config reads as safe."""
+    if row["risk_allowed"]:
+        return "allowed"
+    return "risky" if row.get("risks") else "safe"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| workload | tuner | risk | evals | runs | minutes | default | gain (90% CI) "
@@ -711,7 +719,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         again = f"{number(r['verified_over_start'])}x" if r.get("verified_over_start") else ""
         minutes = minutes_cell(r)
         lines.append(
-            f"| {r['workload']} | {r['tuner']} | {'allowed' if r['risk_allowed'] else 'safe'} | "
+            f"| {r['workload']} | {r['tuner']} | {risk_cell(r)} | "
             f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
             f"{number(r.get('default_mean'))} | {ci} | {loop} | {again} | {risky_values(r)} |"
         )
