@@ -139,7 +139,9 @@ def register(app: typer.Typer) -> None:
             "best",
             "--hold",
             help="With --rank: pin the others at the sample's 'best' config (where the tuning "
-            "then starts) or at their 'default'.",
+            "then starts) or at their 'default'. 'default' for large spaces such as Ceph's: "
+            "there the sample's best holds hundreds of random values, and held at them a tuned "
+            "config re-measured below the default.",
         ),
         verify: int = typer.Option(
             5, "--verify", help="Re-measure default and best this many times each (0: skip)."
