@@ -223,3 +223,17 @@ def test_a_ranking_from_fewer_configs_than_parameters_is_flagged(files: dict) ->
     )  # fmt: skip
     assert "ranking from 3 configs" in out
     assert "warning: the ranking saw 3 configs for 4 parameters" in " ".join(out.split())
+
+
+def test_an_unknown_hold_is_one_line_naming_the_choices(files: dict) -> None:
+    app = typer.Typer()
+    tune.register(app)
+    result = CliRunner().invoke(app, [
+        "tune", "--space", files["space"], "--dataset", files["single"], "--store",
+        files["store"], "-o", "thr:max", "--tuner", "random", "--budget", "2", "-r", "1",
+        "--rank", "lasso", "--hold", "sample", "--verify", "0",
+    ])  # fmt: skip
+    assert result.exit_code != 0
+    assert "--hold must be one of best, default, not 'sample'" in str(result.exception)
+    with Store(files["store"]) as db:
+        assert not db.campaigns()  # refused before anything was measured or stored

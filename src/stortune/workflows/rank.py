@@ -40,6 +40,14 @@ class RankMethod(StrEnum):
     LASSO = "lasso"
 
 
+class Hold(StrEnum):
+    """What the untuned parameters are pinned to: the sample's best config (where the tuning
+    then starts) or their defaults."""
+
+    BEST = "best"
+    DEFAULT = "default"
+
+
 @dataclass
 class RankOptions:
     """`tune --rank`: the method, how many parameters to tune, what the others are pinned to
@@ -47,15 +55,16 @@ class RankOptions:
 
     method: str
     top_k: int = 5
-    hold: str = "best"
+    hold: str = Hold.BEST
     budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in tuple(RankMethod):
             choices = ", ".join(RankMethod)
             raise StortuneError(f"--rank must be one of {choices}, not {self.method!r}")
-        if self.hold not in ("best", "default"):
-            raise StortuneError(f"--hold must be 'best' or 'default', not {self.hold!r}")
+        if self.hold not in tuple(Hold):
+            choices = ", ".join(Hold)
+            raise StortuneError(f"--hold must be one of {choices}, not {self.hold!r}")
         if self.top_k < 1:
             raise StortuneError(f"--top-k must be at least 1, not {self.top_k}")
         if self.budget is not None and self.budget < 2:
@@ -164,7 +173,7 @@ def rank_space(
     ).iloc[0]
     held: Config = {}
     start: Config = {}
-    if options.hold == "best":  # and the free ones start there: the first evaluation is it
+    if options.hold == Hold.BEST:  # and the free ones start there: the first evaluation is it
         best = {n: _plain(best_row[n]) for n in space.names}
         start = {n: v for n, v in best.items() if v is not None}
         held = {n: v for n, v in start.items() if n not in free}
