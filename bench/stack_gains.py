@@ -538,9 +538,7 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
     return rows
 
 
-def add_in_loop(
-    store: Store, tuned: str, rows: list[dict[str, Any]], start: str
-) -> None:
+def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]], start: str) -> None:
     """bo's own gain over its start (the objective: the three workloads' geometric mean) on
     its rows, beside the same ratio re-measured: the geometric mean over the workloads of the
     verified best over the verified start."""
