@@ -19,7 +19,7 @@ from stortune.measure.runner import RunRules
 from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.tuners import DEFAULT_TUNER, tuner_names
-from stortune.workflows.rank import RankOptions
+from stortune.workflows.rank import Hold, RankOptions
 from stortune.workflows.recommend import Recommendation, advice_line, recommend
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
 
@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
             "runs already stored for this space \\[default: max(20, 2 x parameters)].",
         ),
         hold: str = typer.Option(
-            "best",
+            Hold.BEST.value,
             "--hold",
             help="With --rank: pin the others at the sample's 'best' config (where the tuning "
             "then starts) or at their 'default'. 'default' for large spaces such as Ceph's: "
