@@ -33,7 +33,9 @@ Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk setting
 verified gain and its 90% CI) and the Markdown table printed at the end.
 
 Needs root. Run: python bench/stack_gains.py [--workloads metadata,stream,rand4k,dbfsync]
-                 [--budget 60] [--ceph] [--only-ceph]
+                 [--budget 60] [--wide N [--wide-only]] [--ceph] [--only-ceph]
+(--wide-only: step 5 alone, for the local rows already in the results file, beside the
+recommendation recorded there)
 """
 
 from __future__ import annotations
@@ -409,6 +411,90 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
     return rows
 
 
+def wide_of_recorded(
+    args: argparse.Namespace, store: Store, console: Console
+) -> list[dict[str, Any]]:
+    """Step 5 for a local part already in the results file, without tuning again: for each
+    workload whose recorded safe result is not a verified gain, a Latin hypercube of `--wide`
+    safe configs, its best re-measured interleaved beside the default and stortune's recorded
+    recommendation. Its row says whether a safe gain was there to find, and how far stortune's
+    result is from it (`best_over_wide`, from the same runs)."""
+    from stortune.targets.localfs import LocalFsTarget
+    from stortune.workloads.fio import FioWorkload
+
+    stack = load_space("stack")
+    safe = safe_space(stack)
+    target = LocalFsTarget(stack, image_size="2g", memory_limit="128m")
+    rules = RunRules(timeout=args.runtime * 10 + 120, check_disturbance=True, busy_wait=3600)
+    recorded = json.loads(RESULTS.read_text())["rows"] if RESULTS.exists() else []
+    rows = []
+    for w in args.workloads:
+        best = next((r for r in recorded if r["workload"] == w and r["label"] == "best"), None)
+        if best is None or shows_gain([best]):
+            continue
+        wide = f"{w}-wide"
+        if exists(store, wide):
+            finish(store, wide, console)
+        else:
+            workload = [FioWorkload(w, runtime=args.runtime)]
+            sample_space(
+                store, wide, safe, target, workload, Objective(METRIC), args.wide, rules,
+                console, seed=args.seed + 1, reference_every=10,
+            )  # fmt: skip
+        configs = {
+            "default": stack.default_config(),
+            "best": stack.validate({**stack.default_config(), **best["changes"]}),
+            "wide": sample_best(store, wide, w, safe),
+        }
+        verify_all(store, wide, target, stack, configs, args.verify, console)
+        verification = latest_verification(store, store.campaign(wide))
+        assert verification is not None
+        values = pooled(
+            label_values(store, verification),
+            verified_labels(store, verification, stack, configs),
+        )
+        found = gains_over(METRIC, "max", values["default"], {"wide": values["wide"]})["wide"]
+        ours = gains_over(METRIC, "max", values["wide"], {"best": values["best"]})["best"]
+        rows.append(
+            {
+                "workload": w,
+                "tuner": TUNER_NAMES["wide"],
+                "label": "wide",
+                "risk_allowed": False,
+                "evaluations": args.wide,
+                "runs": runs_of(store, wide),
+                "seconds": seconds_of(store, wide),
+                "gain": 1 + found.gain,
+                "ci_low": 1 + found.ci_low,
+                "ci_high": 1 + found.ci_high,
+                "default_mean": found.default_mean,
+                "mean": found.best_mean,
+                "changes": {
+                    k: v for k, v in configs["wide"].items() if stack.default_config().get(k) != v
+                },
+                "risks": [],
+                "best_over_wide": 1 + ours.gain,
+                "best_over_wide_low": 1 + ours.ci_low,
+                "best_over_wide_high": 1 + ours.ci_high,
+            }
+        )
+    return rows
+
+
+def write_wide(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """Add the wide searches' rows to the results file, replacing older ones of the same
+    workloads; the local part's other rows stay as they were measured."""
+    existing = json.loads(RESULTS.read_text())
+    measured = {r["workload"] for r in rows}
+    kept = [r for r in existing["rows"] if r["label"] != "wide" or r["workload"] not in measured]
+    existing["rows"] = kept + rows
+    existing["settings"]["wide"] = {
+        "wide": args.wide, "runtime": args.runtime, "verify": args.verify, "seed": args.seed,
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }  # fmt: skip
+    RESULTS.write_text(json.dumps(existing, indent=1, default=json_plain) + "\n")
+
+
 def shows_gain(rows: list[dict[str, Any]]) -> bool:
     """Whether stortune's safe result is verified at least 1.1x the default (lower bound)."""
     best = next((r for r in rows if r["label"] == "best"), None)
@@ -637,7 +723,7 @@ def settings_of(args: argparse.Namespace, part: str) -> dict[str, Any]:
     return {
         k: v
         for k, v in vars(args).items()
-        if k not in {"ceph", "only_ceph"}
+        if k not in {"ceph", "only_ceph", "wide_only"}
         and k.startswith("ceph_") == ceph
         or k in {"seed", "top_k", "verify", "pairs", "store"}
     }
@@ -721,6 +807,11 @@ def table(rows: list[dict[str, Any]]) -> str:
             else ""
         )
         again = f"{number(r['verified_over_start'])}x" if r.get("verified_over_start") else ""
+        if "best_over_wide" in r:
+            again = (
+                f"stortune's {number(r['best_over_wide'])}x "
+                f"({number(r['best_over_wide_low'])}-{number(r['best_over_wide_high'])}) of it"
+            )
         minutes = minutes_cell(r)
         lines.append(
             f"| {r['workload']} | {r['tuner']} | {risk_cell(r)} | "
@@ -742,6 +833,11 @@ def main() -> None:
         default=0,
         help="configs of a larger search for workloads without a verified safe gain (0: none)",
     )
+    parser.add_argument(
+        "--wide-only",
+        action="store_true",
+        help="only --wide's search, for the local results already in the results file",
+    )
     parser.add_argument("--runtime", type=float, default=5.0)
     parser.add_argument("--pairs", type=int, default=3, help="race pairs of a challenger")
     parser.add_argument("--verify", type=int, default=5)
@@ -759,7 +855,9 @@ def main() -> None:
     console = Console()
     try:
         with Store(args.store) as store:
-            if not args.only_ceph:
+            if args.wide_only:
+                write_wide(wide_of_recorded(args, store, console), args)
+            elif not args.only_ceph:
                 write(local(args, store, console), args, "local")
             if args.ceph or args.only_ceph:
                 write(ceph(args, store, console), args, "ceph")
