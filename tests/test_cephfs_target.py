@@ -172,6 +172,26 @@ def test_an_osd_dying_mid_run_fails_the_run_and_the_next_apply_heals(
     assert target.run(WRITE, timeout=120).ok
 
 
+def test_an_osd_dying_while_a_run_is_set_up_fails_the_run(
+    target: CephFSTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert target.cluster is not None
+    target.apply(target.space.default_config())
+    osd, venue = target.cluster.pids["osd.0"], target.venue
+
+    def after_the_watch_stopped_the_mount(workload: FioWorkload) -> Venue:
+        os.kill(osd, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while target._fuse is not None and target._fuse.serving and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return venue(workload)  # its mkdir meets a mount that is gone
+
+    monkeypatch.setattr(target, "venue", after_the_watch_stopped_the_mount)
+    measurement = target.run(WRITE, timeout=120)
+    assert not measurement.ok
+    assert measurement.error is not None and "osd.0 exited during the run" in measurement.error
+
+
 def mds_sessions(target: CephFSTarget) -> set[int]:
     """The client ids of the active MDS's sessions."""
     (name,) = active_mds(target.client)
@@ -179,6 +199,7 @@ def mds_sessions(target: CephFSTarget) -> set[int]:
 
 
 def test_a_nearly_full_cluster_is_not_run_on(target: CephFSTarget) -> None:
+    target.apply(target.space.default_config())  # whatever the tests before left
     target.client.ceph("osd", "set-nearfull-ratio", "0.0001")  # as if the OSD were filling
     try:
         with pytest.raises(TargetError, match=r"past the cluster's nearfull ratio \(0%\)"):

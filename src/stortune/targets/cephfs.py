@@ -419,7 +419,12 @@ class CephFSTarget(CephTarget):
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0
     ) -> Measurement:
         with DaemonWatch(self._cluster, self._fuse, timeout) as watch:
-            measurement = super().attempt(workload, timeout, repetition)
+            try:
+                measurement = super().attempt(workload, timeout, repetition)
+            except (OSError, TargetError) as error:  # the mount went away under the set-up
+                if isinstance(error, TargetError) and not (watch.died or watch.overdue):
+                    raise
+                measurement = Measurement.failed(f"the CephFS mount failed: {error}")
         if watch.died:
             assert self._cluster is not None
             lines = "; ".join(f"{d}: {self._cluster.log_line(d)}" for d in watch.died)
