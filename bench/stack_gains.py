@@ -580,6 +580,7 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
         )
         if found.agreement >= args.ceph_agreement:
             break
+    batches = [f"{sample}-{i}" for i in range(1, step + 1)]
     top = with_parents(space, ranked(store, merged, None, space, args.top_k))
     start = sample_best(store, merged, None, space)
     console.note(f"ceph: top {args.top_k} {top}; sample's best {start}")
@@ -616,7 +617,9 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
     for workload in RADOS:
         rows += [
             {**r, "workload": workload}
-            for r in rows_for_workload(store, "ceph-bo", workload, whole, campaigns, configs)
+            for r in rows_for_workload(
+                store, "ceph-bo", workload, whole, campaigns, configs, samples=batches
+            )
         ]
     add_in_loop(store, "ceph-bo", rows, start="default")
     for row in rows:
@@ -673,8 +676,11 @@ def rows_for_workload(
     space: Space,
     campaigns: dict[str, str],
     configs: dict[str, Config],
+    samples: list[str],
 ) -> list[dict[str, Any]]:
-    """Per-workload gains of a verification that measured several workloads."""
+    """Per-workload gains of a verification that measured several workloads; the sample's
+    best counts the ranking's `samples` batches as its evaluations and time."""
+    from stortune.measure.reference import is_reference
     from stortune.measure.verify import gain
 
     verification = latest_verification(store, store.campaign(tuned))
@@ -693,18 +699,21 @@ def rows_for_workload(
             continue
         g = gain("bw_mbs", "max", values["default"], values[label], label=label)
         campaign = campaigns.get("best" if label == "risky" else label)  # bo's, checks off
+        found_by = [campaign] if campaign else samples if label == "sample" else []
         out.append(
             {
                 "tuner": TUNER_NAMES.get(label, label),
                 "label": label,
                 "risk_allowed": label == "risky",
-                "evaluations": (
-                    sum(1 for t in store.trials(store.campaign(campaign).id) if t.seq >= 0)
-                    if campaign
-                    else None
-                ),
-                "runs": runs_of(store, campaign) if campaign else None,
-                "seconds": seconds_of(store, campaign) if campaign else None,
+                "evaluations": sum(
+                    1
+                    for name in found_by
+                    for t in store.trials(store.campaign(name).id)
+                    if t.seq >= 0 and not is_reference(t)
+                )
+                or None,
+                "runs": sum(runs_of(store, name) for name in found_by) or None,
+                "seconds": sum(seconds_of(store, name) for name in found_by) or None,
                 "gain": 1 + g.gain,
                 "ci_low": 1 + g.ci_low,
                 "ci_high": 1 + g.ci_high,
