@@ -394,21 +394,38 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         if args.wide and not shows_gain(found):
             # no safe gain: a much larger search's best, verified beside stortune's result,
             # shows whether one was there to find
-            wide = f"{w}-wide"
-            if exists(store, wide):
-                finish(store, wide, console)
-            else:
-                short = [FioWorkload(w, runtime=args.sample_runtime)]
-                sample_space(
-                    store, wide, safe, target, short, Objective(METRIC), args.wide, rules,
-                    console, seed=args.seed + 1, reference_every=10,
-                )  # fmt: skip
+            wide = wide_search(store, w, safe, target, rules, console, args, args.sample_runtime)
             campaigns["wide"], configs["wide"] = wide, sample_best(store, wide, w, safe)
             verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
             found = rows_for(store, w, stack, campaigns, configs, extra)
         rows += found
         write(rows, args, "local", partial=True)
     return rows
+
+
+def wide_search(
+    store: Store,
+    workload: str,
+    safe: Space,
+    target: Target,
+    rules: RunRules,
+    console: Console,
+    args: argparse.Namespace,
+    runtime: float,
+) -> str:
+    """Step 5's larger search: a Latin hypercube of `--wide` safe configs for one workload
+    (resumed when it exists); its campaign's name."""
+    from stortune.workloads.fio import FioWorkload
+
+    wide = f"{workload}-wide"
+    if exists(store, wide):
+        finish(store, wide, console)
+    else:
+        sample_space(
+            store, wide, safe, target, [FioWorkload(workload, runtime=runtime)],
+            Objective(METRIC), args.wide, rules, console, seed=args.seed + 1, reference_every=10,
+        )  # fmt: skip
+    return wide
 
 
 def wide_of_recorded(
@@ -420,7 +437,6 @@ def wide_of_recorded(
     recommendation. Its row says whether a safe gain was there to find, and how far stortune's
     result is from it (`best_over_wide`, from the same runs)."""
     from stortune.targets.localfs import LocalFsTarget
-    from stortune.workloads.fio import FioWorkload
 
     stack = load_space("stack")
     safe = safe_space(stack)
@@ -432,15 +448,7 @@ def wide_of_recorded(
         best = next((r for r in recorded if r["workload"] == w and r["label"] == "best"), None)
         if best is None or shows_gain([best]):
             continue
-        wide = f"{w}-wide"
-        if exists(store, wide):
-            finish(store, wide, console)
-        else:
-            workload = [FioWorkload(w, runtime=args.runtime)]
-            sample_space(
-                store, wide, safe, target, workload, Objective(METRIC), args.wide, rules,
-                console, seed=args.seed + 1, reference_every=10,
-            )  # fmt: skip
+        wide = wide_search(store, w, safe, target, rules, console, args, args.runtime)
         configs = {
             "default": stack.default_config(),
             "best": stack.validate({**stack.default_config(), **best["changes"]}),
