@@ -30,6 +30,7 @@ from stortune.errors import TargetError
 from stortune.space import Space, load_space
 from stortune.targets import mounts
 from stortune.targets.cephcluster.fs import active_mds, read_layout
+from stortune.targets.cephcluster.health import fullest_osd
 from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.base import Venue
@@ -149,17 +150,24 @@ def test_a_layout_ceph_refuses_is_a_failed_apply_with_its_reason(target: CephFST
 
 
 def test_an_osd_dying_mid_run_fails_the_run_and_the_next_apply_heals(
-    target: CephFSTarget,
+    target: CephFSTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert target.cluster is not None
     target.apply(target.space.default_config())
-    osd = target.cluster.pids["osd.0"]
+    osd, venue = target.cluster.pids["osd.0"], target.venue
     killer = threading.Timer(2.0, os.kill, (osd, signal.SIGKILL))
-    killer.start()
+
+    def killed_once_fio_runs(workload: FioWorkload) -> Venue:
+        made = venue(workload)  # after the pre-run checks, however slow a busy machine is
+        killer.start()
+        return made
+
+    monkeypatch.setattr(target, "venue", killed_once_fio_runs)
     try:  # without the watch, fio's threads wait in the kernel for an OSD that never answers
         measurement = target.run(FioWorkload("seqwrite", runtime=30), timeout=600)
     finally:
         killer.cancel()
+        monkeypatch.undo()
     assert not measurement.ok
     assert measurement.error is not None and "osd.0 exited during the run" in measurement.error
     killed = target._session
@@ -190,6 +198,10 @@ def test_an_osd_dying_while_a_run_is_set_up_fails_the_run(
     measurement = target.run(WRITE, timeout=120)
     assert not measurement.ok
     assert measurement.error is not None and "osd.0 exited during the run" in measurement.error
+    monkeypatch.undo()
+    target.apply(target.space.default_config())  # heals: the next test meets a whole cluster
+    assert target.cluster.pids["osd.0"] != osd
+    assert target.run(WRITE, timeout=120).ok
 
 
 def mds_sessions(target: CephFSTarget) -> set[int]:
@@ -200,6 +212,9 @@ def mds_sessions(target: CephFSTarget) -> set[int]:
 
 def test_a_nearly_full_cluster_is_not_run_on(target: CephFSTarget) -> None:
     target.apply(target.space.default_config())  # whatever the tests before left
+    deadline = time.monotonic() + 60  # an OSD just restarted reports 0% used for a while
+    while fullest_osd(target.client)[0] <= 0.0001 and time.monotonic() < deadline:
+        time.sleep(1)
     target.client.ceph("osd", "set-nearfull-ratio", "0.0001")  # as if the OSD were filling
     try:
         with pytest.raises(TargetError, match=r"past the cluster's nearfull ratio \(0%\)"):
