@@ -437,7 +437,7 @@ def main() -> None:
     print(f"{len(jobs)} campaigns to run ({len(done)} finished before)", file=sys.stderr)
     started = time.perf_counter()
 
-    def write() -> list[dict]:
+    def write() -> dict:
         rows = summarise(runs, names, tuners, missing)
         for row in rows:
             row["seeds_asked"] = seeds_of.get(row["tuner"], args.seeds)
@@ -458,7 +458,7 @@ def main() -> None:
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-        return rows
+        return result
 
     with ProcessPoolExecutor(max_workers=args.jobs) as pool, runs_file.open("a") as log:
         pending: set[Future] = set()
@@ -489,10 +489,10 @@ def main() -> None:
                     print(f"  {completed}/{len(jobs)} campaigns", file=sys.stderr)
                     write()
             top_up()
-    rows = write()
-    print(markdown(rows, args.noise))
-    for min_seeds in (args.seeds, 1):
-        check = default_check(rows, DEFAULT_TUNER, min_seeds)
+    result = write()
+    print(markdown(result["rows"], args.noise))
+    for min_seeds, key in ((args.seeds, "check"), (1, "check_with_every_peer")):
+        check = result[key]
         verdict = "met" if check["met"] else "not met"
         against = (
             f"peers at {min_seeds} seeds"
@@ -509,7 +509,7 @@ def main() -> None:
             print(f"  {note}")
         if not check["peers_at_fewer_seeds"]:
             break
-    pick, own_checks = evidence_pick(rows, OWN_TUNERS, args.seeds)
+    pick, own_checks = result["evidence_pick"], result["own_tuners_as_default"]
     if pick is not None:
         c = own_checks[pick]
         print(
