@@ -155,7 +155,7 @@ def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int
     from stortune.sources import load_source
     from stortune.tuners.topk import rankable, top_k
 
-    dataset = load_source(sample, store.url, workload=workload)
+    dataset = load_source(sample, store, workload=workload)
     dataset = replace(dataset, params=rankable(space, dataset.params))
     carver = top_k(rank_dataset(dataset, "carver", dataset.metrics[0], "top-n", k), k)
     lasso = top_k(rank_dataset(dataset, "lasso", dataset.metrics[0]), k)
@@ -172,7 +172,7 @@ def sample_best(store: Store, sample: str, workload: str | None, space: Space) -
     among those `space` holds: a sample drawn before a value was found risky can hold it."""
     from stortune.sources import load_source
 
-    data = load_source(sample, store.url, workload=workload).aggregated()
+    data = load_source(sample, store, workload=workload).aggregated()
     metric = data.metrics[0]
     frame = data.frame.dropna(subset=[metric]).sort_values(metric, ascending=False)
     for _, row in frame.iterrows():
@@ -538,7 +538,7 @@ def stable_top(store: Store, sample: str, space: Space, k: int, seed: int = 0) -
     from stortune.sources import load_source
     from stortune.tuners.topk import top_k
 
-    data = load_source(sample, store.url).aggregated()
+    data = load_source(sample, store).aggregated()
     whole = set(top_k(rank_dataset(data, "lasso", data.metrics[0]), k))
     rng = np.random.default_rng(seed)
     scores, held = [], Counter[str]()

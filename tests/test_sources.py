@@ -35,6 +35,20 @@ def test_campaign_source_ranks_relative_values_first(swept: str) -> None:
     assert raw.metrics[0] == "mbs"
 
 
+def test_an_open_store_is_read_without_opening_it_again(
+    swept: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def second_open(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the store was opened a second time")
+
+    by_url = load_source("s", swept)
+    with Store(swept) as db:
+        monkeypatch.setattr(Store, "__init__", second_open)
+        data = load_source("s", db)
+        assert db.campaign("s").name == "s"  # still open
+    assert data.frame.equals(by_url.frame) and data.metrics == by_url.metrics
+
+
 def test_exported_file_and_campaign_give_the_same_rows(swept: str, tmp_path: Path) -> None:
     out = tmp_path / "s.csv"
     result = runner.invoke(app, ["export", "s", "-o", str(out), "--store", swept])

@@ -57,25 +57,26 @@ def campaign_frame(store: Store, campaign: Campaign, include_failed: bool = True
 
 def load_source(
     source: str | Path,
-    store_url: str | None = None,
+    store: Store | str | None = None,
     *,
     metrics: list[str] | None = None,
     workload: str | None = None,
     raw: bool = False,
 ) -> Dataset:
     """A dataset file (CSV, Parquet, ARFF) when `source` names one, else the campaign of that name
-    in the store at `store_url`. Relative metrics come first unless `raw` (module doc)."""
+    in `store` (an open store, or its URL). Relative metrics come first unless `raw` (module
+    doc). A caller that holds the store open passes it, so one process keeps one connection to
+    the file it writes."""
     path = Path(source)
-    if path.exists() or store_url is None or path.suffix.lower() in (".csv", ".parquet", ".arff"):
+    if path.exists() or store is None or path.suffix.lower() in (".csv", ".parquet", ".arff"):
         dataset = load_dataset(path, metrics=metrics)
         frame = dataset.frame
     else:
-        with Store(store_url, existing=True) as db:
-            try:
-                campaign = db.campaign(str(source))
-            except StoreError as exc:
-                raise DatasetError(f"{source}: no such dataset file, and {exc}") from None
-            frame = campaign_frame(db, campaign, include_failed=False)
+        if isinstance(store, Store):
+            frame = _stored_frame(store, str(source))
+        else:
+            with Store(store, existing=True) as db:
+                frame = _stored_frame(db, str(source))
         if frame.empty:
             raise DatasetError(f"campaign {str(source)!r} has no successful runs")
         dataset = from_frame(frame, metrics=metrics, source=f"campaign {source}")
@@ -90,6 +91,15 @@ def load_source(
     return Dataset(
         frame.reset_index(drop=True), dataset.params, order, dataset.directions, dataset.source
     )
+
+
+def _stored_frame(store: Store, name: str) -> pd.DataFrame:
+    """The ok runs' table of the campaign `name`, relative metric included."""
+    try:
+        campaign = store.campaign(name)
+    except StoreError as exc:
+        raise DatasetError(f"{name}: no such dataset file, and {exc}") from None
+    return campaign_frame(store, campaign, include_failed=False)
 
 
 def split_spec(spec: str | Path) -> tuple[Path, str | None]:
