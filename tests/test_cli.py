@@ -190,3 +190,37 @@ def test_version_prints_the_installed_version() -> None:
     done = subprocess.run([*STORTUNE, "--version"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout.strip() == f"stortune {metadata.version('stortune')}"
+
+
+def test_every_command_is_mapped_to_the_module_that_registers_it() -> None:
+    import typer.main
+
+    from stortune.cli import COMMAND_MODULES, COMMANDS, build_app
+
+    registered = {}
+    for module in COMMAND_MODULES:
+        for name in typer.main.get_command(build_app([module])).commands:
+            registered[name] = module
+    assert registered == COMMANDS
+
+
+def test_a_command_line_loads_only_its_command_module() -> None:
+    """`stortune space list` does not wait for scikit-learn, pandas and SQLAlchemy; a help
+    that lists every command loads every module."""
+    import subprocess
+
+    from conftest import STORTUNE
+
+    probe = (
+        "import sys, runpy; sys.argv = ['stortune', *sys.argv[1:]]\n"
+        "try: runpy.run_module('stortune', run_name='__main__')\n"
+        "except SystemExit: pass\n"
+        "heavy = sorted(m for m in ('sklearn', 'pandas', 'sqlalchemy') if m in sys.modules)\n"
+        "print('loaded:', ','.join(heavy) or 'none', file=sys.stderr)\n"
+    )
+    python = STORTUNE[0]
+    light = subprocess.run([python, "-c", probe, "space", "list"], capture_output=True, text=True)
+    assert light.returncode == 0 and "ext4" in light.stdout, light.stderr
+    assert "loaded: none" in light.stderr
+    full = subprocess.run([python, "-c", probe, "--help"], capture_output=True, text=True)
+    assert "tune" in full.stdout and "loaded: pandas,sklearn,sqlalchemy" in full.stderr

@@ -36,3 +36,13 @@ class DatasetError(StortuneError):
 
 class BusyError(StortuneError):
     """Another stortune benchmark holds the machine's lock."""
+
+
+class Interrupted(StortuneError):
+    """Ctrl-C or SIGTERM stopped a campaign; its finished runs are stored."""
+
+    exit_code = 130
+
+    def __init__(self, campaign: str) -> None:
+        super().__init__(f"interrupted: campaign {campaign!r} keeps every finished run")
+        self.campaign = campaign

@@ -1,6 +1,11 @@
 """The `stortune` command line. Each command group lives in its own module of this package and
 adds itself through `register(app)`; `COMMAND_MODULES` lists them. `build_app` makes the app
-anew, so a target registered after import (a plugin, a test's) gets its options too."""
+anew, so a target registered after import (a plugin, a test's) gets its options too.
+
+A command line loads only the module of its command (`COMMANDS`): the modules together import
+scikit-learn, pandas, SQLAlchemy and the tuners, seconds of start-up that `stortune space list`
+or a refused option should not wait for. The top-level help, and a command that is not known,
+load them all."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import importlib
 import logging
 import sys
 from importlib import metadata
+from typing import Any
 
 import typer
 
@@ -31,6 +37,34 @@ COMMAND_MODULES = [
     "demo",
 ]
 
+# Each command and command group, and the module that registers it (a test checks this
+# against what the modules register).
+COMMANDS = {
+    "space": "space",
+    "workload": "workload",
+    "sample": "sample",
+    "run": "run",
+    "resume": "run",
+    "sweep": "sweep",
+    "noise": "noise",
+    "campaigns": "data",
+    "show": "data",
+    "export": "data",
+    "import": "data",
+    "rank": "rank",
+    "effects": "rank",
+    "rank-study": "rank",
+    "model": "model",
+    "profile": "profile",
+    "profile-compare": "profile",
+    "ceph": "ceph",
+    "tune": "tune",
+    "recommend": "tune",
+    "report": "report",
+    "demo": "demo",
+}
+HELP_OPTIONS = ("--help", "-h")
+
 
 def version() -> str:
     try:
@@ -39,7 +73,8 @@ def version() -> str:
         return "unknown"
 
 
-def build_app() -> typer.Typer:
+def build_app(modules: list[str] | None = None) -> typer.Typer:
+    """The app with the commands of `modules` (default: every module)."""
     app = typer.Typer(
         name="stortune",
         help=(
@@ -73,9 +108,24 @@ def build_app() -> typer.Typer:
         if verbose:
             configure_logging(logging.DEBUG if verbose > 1 else logging.INFO)
 
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if modules is None else modules:
         importlib.import_module(f"stortune.cli.{name}").register(app)
     return app
+
+
+def modules_for(argv: list[str]) -> list[str] | None:
+    """The command module a command line needs, or None for all of them: the top-level help
+    lists every command, and an unknown command gets typer's list of the known ones. No global
+    option takes a value, so the first word that is not an option is the command."""
+    for arg in argv:
+        if arg in HELP_OPTIONS:
+            return None
+        if arg == "--version":
+            return []
+        if not arg.startswith("-"):
+            module = COMMANDS.get(arg)
+            return None if module is None else [module]
+    return None
 
 
 def _print_version(value: bool) -> None:
@@ -93,7 +143,12 @@ def configure_logging(level: int) -> None:
     root.setLevel(level)
 
 
-app = build_app()
+def __getattr__(name: str) -> Any:
+    """`stortune.cli.app`, the whole app, built on first use (tests drive it in-process)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,11 +157,12 @@ def main(argv: list[str] | None = None) -> None:
     # typer's bundled click: its usage errors are formatted here, as one line
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-    from stortune.measure.runner import Interrupted
+    from stortune.errors import Interrupted
 
     _matplotlib_cache_without_home()
+    args = sys.argv[1:] if argv is None else argv
     try:
-        code = app(args=argv, prog_name="stortune", standalone_mode=False)
+        code = build_app(modules_for(args))(args=args, prog_name="stortune", standalone_mode=False)
         if isinstance(code, int) and code:
             raise SystemExit(code)
     except NoArgsIsHelpError:

@@ -40,7 +40,7 @@ from types import FrameType
 from typing import Any
 
 from stortune.enums import CampaignStatus, RunStatus, StopReason
-from stortune.errors import StortuneError
+from stortune.errors import Interrupted, StortuneError
 from stortune.measure import disturbance, environment
 from stortune.measure.lock import BenchmarkLock
 from stortune.measure.log import CampaignLog
@@ -183,16 +183,6 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class Interrupted(StortuneError):
-    """Ctrl-C or SIGTERM stopped a campaign; its finished runs are stored."""
-
-    exit_code = 130
-
-    def __init__(self, campaign: str) -> None:
-        super().__init__(f"interrupted: campaign {campaign!r} keeps every finished run")
-        self.campaign = campaign
 
 
 class MachineBusy(Exception):
