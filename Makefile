@@ -29,8 +29,11 @@ lint: install
 	$(PY) -m ruff check src tests bench
 	$(PY) -m ruff format --check src tests bench
 
+# two workers: the Ceph files beside the local-machine files beside pure computation
+# (tests/conftest.py groups them); then the tests that need the machine to themselves
 test: install $(TEST_STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 -m "not quiet"
+	$(PY) -m pytest -q -m quiet
 
 bench: install
 	$(PY) -m pip install -q -e '.[bench]'

@@ -143,6 +143,66 @@ def ensure_ceph() -> None:
     print(f"installed Ceph in {time.monotonic() - started:.0f} s")
 
 
+# ---- which tests may run at the same time ----------------------------------------------------
+# `make test` runs the suite on two pytest-xdist workers. Each file's tests stay together, in file
+# order, on one worker (their module fixtures, a cluster or a target, are built once). Files that
+# set machine-wide things (vm sysctls, fio and mounts of the localfs target, a PostgreSQL server)
+# form one group and run one after the other; the Ceph files form another; the files in PURE
+# compute only and run beside either. A new file joins the machine group until it is listed.
+# QUIET files judge other processes' load (the disturbance checks): they run alone, after the
+# parallel part (`-m quiet`).
+CEPH = {"test_ceph_cluster", "test_ceph_tune", "test_cephfs_target", "test_cephfs_existing",
+        "test_ceph_workload"}  # fmt: skip
+QUIET = {"test_disturbance"}
+PURE = {
+    "test_campaign_best", "test_ceph_space", "test_cli", "test_contracts", "test_datasets",
+    "test_ddpg_resume", "test_effects", "test_exporters", "test_fio_parse", "test_fuzz",
+    "test_importance_carver", "test_importance_cli", "test_importance_fanova",
+    "test_importance_lasso", "test_importance_study", "test_models_cli", "test_models_crossval",
+    "test_models_cubist", "test_models_evaluation", "test_models_network", "test_models_search",
+    "test_models_small", "test_models_surrogate", "test_models_techniques", "test_objective",
+    "test_peer_bridge", "test_plots", "test_racing", "test_reference", "test_report_browser",
+    "test_report_findings", "test_sampling", "test_sources", "test_space", "test_space_expr",
+    "test_space_loader", "test_stats", "test_store", "test_store_upgrade", "test_tuners",
+    "test_tuners_bestconfig", "test_tuners_ddpg", "test_tuners_flash", "test_tuners_pool",
+    "test_tuners_repeats", "test_tuners_synthetic",
+}  # fmt: skip
+LONGEST_FIRST = ("machine", "ceph")  # the two long groups start at once, one on each worker
+
+
+def group_of(nodeid: str) -> str:
+    """The group a test runs in (see above), from its node id (tests/test_x.py::test_y)."""
+    stem = Path(nodeid.split("::", 1)[0]).stem
+    if stem in CEPH:
+        return "ceph"
+    return stem if stem in PURE else "machine"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in QUIET:
+            item.add_marker(pytest.mark.quiet)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with the groups above as its scopes (xdist's own `xdist_group`
+    marks are lost under pytest 9's node ids)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for group in LONGEST_FIRST:
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+                    break
+            super()._assign_work_unit(node)
+
+    return GroupScheduling(config, log)
+
+
 # ---- the engine, as tests drive it -----------------------------------------------------------
 def tune(
     store: Store,
