@@ -521,6 +521,9 @@ class DaemonWatch:
             return
 
 
+PERF_PATIENCE = 5.0  # seconds a perf dump of ceph-fuse is asked for before a run goes without
+
+
 class FuseSampler:
     """ceph-fuse's counters over a run (`FUSE_COUNTERS`: rates, and gauges at the end) and the
     share of a core its process used."""
@@ -535,11 +538,20 @@ class FuseSampler:
         fuse = self.target._fuse
         return None if fuse is None else fuse.pid
 
+    def _perf(self) -> dict[str, Any]:
+        """ceph-fuse's counters, asked again for a few seconds: a ceph-fuse just remounted may
+        not have made its admin socket yet, and a busy one can miss a request. {} if none came."""
+        deadline = time.monotonic() + PERF_PATIENCE
+        while True:
+            try:
+                return self.target.fuse_perf()
+            except StortuneError:
+                if time.monotonic() > deadline:
+                    return {}
+                time.sleep(0.2)
+
     def start(self) -> FuseSampler:
-        try:
-            self._before = self.target.fuse_perf()
-        except StortuneError:
-            self._before = {}
+        self._before = self._perf()
         pid = self._pid()
         self._usage = perf.process_usage(pid) if pid else None
         self._started = time.monotonic()
@@ -547,9 +559,8 @@ class FuseSampler:
 
     def stop(self) -> dict[str, float]:
         seconds = max(time.monotonic() - self._started, 1e-6)
-        try:
-            after = self.target.fuse_perf()
-        except StortuneError:
+        after = self._perf()
+        if not after:
             return {}
         out: dict[str, float] = {}
         for (section, counter), is_counter in FUSE_COUNTERS.items():
