@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,19 @@ def test_an_interrupted_cleanup_leaves_no_rados_process_behind() -> None:
     time.sleep(0.3)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
     assert left.strip() == ""
+
+
+def test_a_socket_path_too_long_to_bind_moves_to_a_short_stable_one(tmp_path: Path) -> None:
+    import socket
+
+    from stortune.targets.cephcluster.client import SOCKET_PATH_MAX, short_socket_path
+
+    short = tmp_path / "c.asok"
+    assert short_socket_path(short) == short
+    deep = tmp_path / ("d" * 120) / "client.fuse.asok"
+    moved = short_socket_path(deep)
+    assert moved != deep and moved == short_socket_path(deep)  # the same long path, same name
+    assert len(str(moved)) <= SOCKET_PATH_MAX
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(moved))  # binds where the long path could not
+    moved.unlink()

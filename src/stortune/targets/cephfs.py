@@ -57,7 +57,7 @@ from stortune.space import Config, Space
 from stortune.targets.base import setting
 from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.targets.cephcluster import perf
-from stortune.targets.cephcluster.client import asok_command
+from stortune.targets.cephcluster.client import asok_command, short_socket_path
 from stortune.targets.cephcluster.fs import (
     FS_NAME,
     LAYOUT_FIELDS,
@@ -349,9 +349,11 @@ class CephFSTarget(CephTarget):
 
     @property
     def fuse_asok(self) -> Path:
+        """ceph-fuse's admin socket: in the mount's folder, or in the temporary folder when
+        that path is too long for a socket."""
         if self._cluster is not None:
-            return self._cluster.asok(self.fuse_client)
-        return self._folder_of_mount / f"{self.fuse_client}.asok"
+            return short_socket_path(self._cluster.asok(self.fuse_client))
+        return short_socket_path(self._folder_of_mount / f"{self.fuse_client}.asok")
 
     # ---- apply ----------------------------------------------------------------------------
     def _settings(self, values: Config, space: Space) -> dict[str, str]:

@@ -10,10 +10,12 @@ about a second.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import struct
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +128,19 @@ def _ceph_interpreter() -> str:
     if not first.startswith("#!"):
         raise TargetError(f"{tool} is not a Python script; cannot find its interpreter")
     return first[2:].strip().split()[0]
+
+
+SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes with its NUL (sun_path)
+
+
+def short_socket_path(path: Path) -> Path:
+    """`path`, or, when it is too long to bind a Unix socket to (a deep state folder), a name in
+    the temporary folder derived from it: a daemon given the long one makes no admin socket and
+    says so only in its log."""
+    if len(str(path).encode()) <= SOCKET_PATH_MAX:
+        return path
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"stortune-{digest}.asok"
 
 
 def asok_command(path: Path, prefix: str, timeout: float = 10.0, **args: Any) -> Any:
