@@ -149,11 +149,10 @@ def ensure_ceph() -> None:
 # set machine-wide things (vm sysctls, fio and mounts of the localfs target, a PostgreSQL server)
 # form one group and run one after the other; the Ceph files form another; the files in PURE
 # compute only and run beside either. A new file joins the machine group until it is listed.
-# QUIET files judge other processes' load (the disturbance checks): they run alone, after the
-# parallel part (`-m quiet`).
+# Files marked `quiet` judge other processes' load (the disturbance checks): they run alone,
+# after the parallel part (`-m quiet`).
 CEPH = {"test_ceph_cluster", "test_ceph_tune", "test_cephfs_target", "test_cephfs_existing",
         "test_ceph_workload"}  # fmt: skip
-QUIET = {"test_disturbance"}
 PURE = {
     "test_campaign_best", "test_ceph_space", "test_cli", "test_contracts", "test_datasets",
     "test_ddpg_resume", "test_effects", "test_exporters", "test_fio_parse", "test_fuzz",
@@ -176,12 +175,6 @@ def group_of(nodeid: str) -> str:
     if stem in CEPH:
         return "ceph"
     return stem if stem in PURE else "machine"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.stem in QUIET:
-            item.add_marker(pytest.mark.quiet)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -16,6 +16,8 @@ from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
 
+pytestmark = pytest.mark.quiet  # judges other processes' load: runs alone (tests/conftest.py)
+
 TICK = 100  # os.sysconf("SC_CLK_TCK") on Linux
 
 
