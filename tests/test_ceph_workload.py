@@ -166,3 +166,15 @@ def test_a_socket_path_too_long_to_bind_moves_to_a_short_stable_one(tmp_path: Pa
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.bind(str(moved))  # binds where the long path could not
     moved.unlink()
+
+
+def test_a_cluster_too_deep_for_its_sockets_gets_a_short_socket_folder(tmp_path: Path) -> None:
+    from stortune.targets.cephcluster.client import SOCKET_PATH_MAX
+    from stortune.targets.cephcluster.local import LocalCluster
+
+    shallow = LocalCluster(tmp_path / "c", osds=1)
+    assert shallow.asok("osd.0") == tmp_path / "c" / "run" / "ceph-osd.0.asok"
+    deep = LocalCluster(tmp_path / ("d" * 80) / "c", osds=1)
+    assert not deep.sockets.is_relative_to(deep.root)
+    assert deep.sockets == LocalCluster(deep.root, osds=1).sockets  # found again after a restart
+    assert all(len(str(deep.asok(name))) <= SOCKET_PATH_MAX for name in ("osd.12", "mds.a"))

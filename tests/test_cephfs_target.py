@@ -4,7 +4,9 @@ client options remount and MDS/OSD options restart; a layout Ceph refuses is a f
 with Ceph's reason; an OSD that dies mid-run fails that run instead of hanging it, and the
 next apply restarts the OSD and mounts again; a nearly full cluster is not run on, and a run
 blocked past its time limit (every OSD op paused) is ended; teardown leaves no mount, process or
-file; and a run killed with SIGKILL leaves nothing once the next target starts.
+file; and a run killed with SIGKILL leaves nothing once the next target starts. The state folder
+is deeper than a Unix socket's path allows, as a user's may be: the admin sockets (of the
+daemons and of ceph-fuse) move to a short folder, and all of the above still works.
 
 The tests share one module-scoped target (bring-up is the slow part) and run in file order; the
 fixture tears it down even when a test fails.
@@ -36,7 +38,7 @@ from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.base import Venue
 from stortune.workloads.fio import FioWorkload
 
-STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-"))
+STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-")) / ("deep-folder-" * 4)
 WRITE = FioWorkload("seqwrite", runtime=2)
 
 
@@ -258,9 +260,10 @@ def test_a_run_blocked_past_its_time_limit_is_ended(
 
 def test_teardown_leaves_no_mount_no_process_and_no_file(target: CephFSTarget) -> None:
     assert target.cluster is not None
-    root = target.cluster.root
+    root, sockets = target.cluster.root, target.cluster.sockets
+    assert not sockets.is_relative_to(root)  # the deep state folder moved them
     target.teardown()
-    assert not root.exists()
+    assert not root.exists() and not sockets.exists()
     assert [p.name for p in STATE_DIR.iterdir()] == ["localfs.lock"]
     assert leftovers(str(STATE_DIR)) == ([], "")
 

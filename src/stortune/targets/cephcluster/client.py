@@ -133,14 +133,26 @@ def _ceph_interpreter() -> str:
 SOCKET_PATH_MAX = 107  # a Unix socket's path: 108 bytes with its NUL (sun_path)
 
 
+def _short_name(path: Path, suffix: str) -> Path:
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"stortune-{digest}{suffix}"
+
+
 def short_socket_path(path: Path) -> Path:
     """`path`, or, when it is too long to bind a Unix socket to (a deep state folder), a name in
     the temporary folder derived from it: a daemon given the long one makes no admin socket and
     says so only in its log."""
     if len(str(path).encode()) <= SOCKET_PATH_MAX:
         return path
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"stortune-{digest}.asok"
+    return _short_name(path, ".asok")
+
+
+def short_socket_folder(folder: Path, longest_name: int = 24) -> Path:
+    """`folder`, or, when a socket named there (names up to `longest_name` bytes, such as
+    ``ceph-osd.12.asok``) could not be bound, a folder in the temporary folder derived from it."""
+    if len(str(folder).encode()) + 1 + longest_name <= SOCKET_PATH_MAX:
+        return folder
+    return _short_name(folder, ".sockets")
 
 
 def asok_command(path: Path, prefix: str, timeout: float = 10.0, **args: Any) -> Any:

@@ -71,15 +71,18 @@ SECTIONS = {
 }
 
 
-def plumbing_conf(root: Path, fsid: str, mon_addr: str, block_size: int) -> str:
-    """The ceph.conf of a mini-cluster in `root` whose monitor listens on `mon_addr`."""
+def plumbing_conf(root: Path, fsid: str, mon_addr: str, block_size: int, sockets: Path) -> str:
+    """The ceph.conf of a mini-cluster in `root` whose monitor listens on `mon_addr`, its
+    daemons' admin sockets in `sockets`."""
     lines = [
         "# written by stortune: plumbing only; tuned options live in the config database",
         "[global]",
         f"fsid = {fsid}",
         f"mon_host = [v2:{mon_addr}]",
     ]
-    lines += [f"{key} = {root / rel}" for key, rel in _PATHS.items()]
+    paths = {key: root / rel for key, rel in _PATHS.items()}
+    paths["admin_socket"] = sockets / Path(_PATHS["admin_socket"]).name
+    lines += [f"{key} = {path}" for key, path in paths.items()]
     lines += [f"{key} = {value}" for key, value in PINNED.items()]
     lines.append(f"bluestore_block_size = {block_size}")
     # Clients (rados bench processes, the ceph CLI) run several at once: no admin socket,

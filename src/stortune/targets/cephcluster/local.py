@@ -2,10 +2,11 @@
 a metadata server when CephFS is wanted (`mds`).
 
 Everything lives under the root directory (ceph.conf, monmap, mon/mgr/osd data, run dir with
-admin sockets, logs) and listens on 127.0.0.1 only, the monitor on a free port. Daemons run in
-the foreground of their own session (no systemd here), started by this module and stopped by the
-pid it recorded in ``cluster.json``, with SIGTERM (SIGKILL leaves BlueStore to recover on the
-next start). A process whose command line does not name this cluster's ceph.conf is never
+admin sockets, logs; the sockets move to a short folder in the temporary folder when the root is
+too deep for a socket's path) and listens on 127.0.0.1 only, the monitor on a free port. Daemons
+run in the foreground of their own session (no systemd here), started by this module and stopped
+by the pid it recorded in ``cluster.json``, with SIGTERM (SIGKILL leaves BlueStore to recover on
+the next start). A process whose command line does not name this cluster's ceph.conf is never
 signalled, whatever pid was recorded.
 
 The owner holds an flock on ``owner.lock``; a cluster whose owner died (and which was not made
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from stortune.errors import TargetError
 from stortune.targets import syscmd
-from stortune.targets.cephcluster.client import CephClient
+from stortune.targets.cephcluster.client import CephClient, short_socket_folder
 from stortune.targets.cephcluster.conf import plumbing_conf
 from stortune.units import parse_size
 
@@ -88,8 +89,15 @@ class LocalCluster:
         osds = [f"osd.{i}" for i in range(self.osds)]
         return ["mon.a", "mgr.x", *osds, *([MDS] if self.mds else [])]
 
+    @property
+    def sockets(self) -> Path:
+        """The daemons' admin sockets' folder: run/ in the root, or a short one in the temporary
+        folder when a socket's path in run/ would be too long to bind (a deep root): a daemon
+        given such a path makes no socket and says so only in its log."""
+        return short_socket_folder(self.root / "run")
+
     def asok(self, name: str) -> Path:
-        return self.root / "run" / f"ceph-{name}.asok"
+        return self.sockets / f"ceph-{name}.asok"
 
     # ---- creation -------------------------------------------------------------------------
     def create(
@@ -102,6 +110,7 @@ class LocalCluster:
             raise TargetError(f"{self.root} is not empty: refusing to make a cluster there")
         for sub in ("mon/a", "mgr/x", "mds/a", "run", "log", "crash"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.sockets.mkdir(parents=True, exist_ok=True)
         self.lock_owner()
         fsid = str(uuid.uuid4())
         address = f"127.0.0.1:{free_port()}"
@@ -111,7 +120,7 @@ class LocalCluster:
             self.root,
             address,
         )
-        self.conf.write_text(plumbing_conf(self.root, fsid, address, self.block_size))
+        self.conf.write_text(plumbing_conf(self.root, fsid, address, self.block_size, self.sockets))
         self._save()
         monmap = self.root / "monmap"
         argv = ["monmaptool", "--create", "--fsid", fsid, "--addv", "a", f"[v2:{address}]"]
@@ -171,6 +180,7 @@ class LocalCluster:
             )
 
     def start(self, names: Iterable[str]) -> None:
+        self.sockets.mkdir(parents=True, exist_ok=True)  # a temporary one may have been cleared
         for name in names:
             kind, ident = name.split(".", 1)
             proc = self._spawn(name, [BINARIES[kind], "-c", str(self.conf), "-i", ident, "-f"])
@@ -290,6 +300,8 @@ class LocalCluster:
         killed = self.stop(list(self.pids))
         self.release_owner()
         shutil.rmtree(self.root, ignore_errors=True)
+        if not self.sockets.is_relative_to(self.root):
+            shutil.rmtree(self.sockets, ignore_errors=True)
         return killed
 
     def _save(self) -> None:
