@@ -24,9 +24,10 @@ Ceph (`--ceph`): the cleaned Ceph space on a 1-OSD mini-cluster, rados bench wri
 and random read measured together (their geometric mean is the objective): a Lasso ranking
 from samples drawn until it stands above the noise (the top K of bootstrap resamples agree with
 the whole sample's), then bo on the top K, the other options at Ceph's defaults (as SAPPHIRE
-leaves them), and the peers on the whole safe space, verified on
-3 OSDs beside the default, the expert config and bo's result with Ceph's checks turned off
-(its risky values: no checksums, no message CRC), what risk would buy.
+leaves them), and the peers on the whole safe space, verified on 3 OSDs beside the default,
+the expert config, the sample's best and bo's result with Ceph's checks turned off (its risky
+values: no checksums, no message CRC), what risk would buy. A config that does not run on the
+3-OSD cluster keeps its row, with the reason in place of a gain.
 
 Every campaign lives in one store (`--store`); an interrupted run resumes where it stopped.
 Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk setting, with the
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -629,33 +631,29 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
                 store, "ceph-bo", workload, whole, campaigns, configs, samples=batches
             )
         ]
-    add_in_loop(store, "ceph-bo", rows, start="default")
+    add_in_loop(store, "ceph-bo", rows)
     for row in rows:
         row["ranking"] = {"top": top, "stability": stability}
     return rows
 
 
-def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]], start: str) -> None:
-    """bo's own gain over its start (the objective: the three workloads' geometric mean) on
-    its rows, beside the same ratio re-measured: the geometric mean over the workloads of the
-    verified best over the verified start."""
+def add_in_loop(store: Store, tuned: str, rows: list[dict[str, Any]]) -> None:
+    """bo's own gain over the default (the objective: the three workloads' geometric mean)
+    on its rows, beside the same ratio re-measured: the geometric mean over the workloads of
+    its verified gains."""
     in_loop = in_loop_gain(store, store.campaign(tuned))
     if in_loop is None:
         return
-    mean = {(r["workload"], r["label"]): r["mean"] for r in rows}
-    ratios = [
-        mean[(w, "best")] / mean[(w, start)]
-        for w in RADOS
-        if mean.get((w, "best")) and mean.get((w, start))
-    ]
-    for row in rows:
-        if row["label"] == "best":
-            row.update(
-                in_loop=1 + in_loop.gain,
-                in_loop_low=1 + in_loop.ci_low,
-                in_loop_high=1 + in_loop.ci_high,
-                verified_over_start=math.exp(np.mean(np.log(ratios))) if ratios else None,
-            )
+    best = [r for r in rows if r["label"] == "best"]
+    gains = [r["gain"] for r in best if r.get("gain")]
+    over_start = math.exp(np.mean(np.log(gains))) if len(gains) == len(RADOS) else None
+    for row in best:
+        row.update(
+            in_loop=1 + in_loop.gain,
+            in_loop_low=1 + in_loop.ci_low,
+            in_loop_high=1 + in_loop.ci_high,
+            verified_over_start=over_start,
+        )
 
 
 def merge_samples(store: Store, names: list[str], space: Space) -> str:
@@ -694,43 +692,57 @@ def rows_for_workload(
     verification = latest_verification(store, store.campaign(tuned))
     assert verification is not None
     measured: dict[str, list[float]] = {}
+    errors: dict[str, list[str]] = {}
     for trial in store.trials(verification.id):
-        measured[(trial.info or {}).get("label")] = [
-            r.metrics["bw_mbs"]
-            for r in trial.runs
-            if r.workload == workload and r.status == "ok" and "bw_mbs" in r.metrics
+        label = (trial.info or {}).get("label")
+        runs = [r for r in trial.runs if r.workload == workload]
+        measured[label] = [
+            r.metrics["bw_mbs"] for r in runs if r.status == "ok" and "bw_mbs" in r.metrics
         ]
-    values = pooled(measured, verified_labels(store, verification, space, configs))
+        errors[label] = [r.error for r in runs if r.status != "ok" and r.error]
+    labels = verified_labels(store, verification, space, configs)
+    values = pooled(measured, labels)
     out = []
     for label in [*campaigns, "risky", "expert", "sample"]:
-        if not values.get(label) or not values.get("default"):
+        if label not in configs or not values.get("default"):
             continue
-        g = gain("bw_mbs", "max", values["default"], values[label], label=label)
         campaign = campaigns.get("best" if label == "risky" else label)  # bo's, checks off
         found_by = [campaign] if campaign else samples if label == "sample" else []
-        out.append(
-            {
-                "tuner": TUNER_NAMES.get(label, label),
-                "label": label,
-                "risk_allowed": label == "risky",
-                "evaluations": sum(
-                    1
-                    for name in found_by
-                    for t in store.trials(store.campaign(name).id)
-                    if t.seq >= 0 and not is_reference(t)
-                )
-                or None,
-                "runs": sum(runs_of(store, name) for name in found_by) or None,
-                "seconds": sum(seconds_of(store, name) for name in found_by) or None,
-                "gain": 1 + g.gain,
-                "ci_low": 1 + g.ci_low,
-                "ci_high": 1 + g.ci_high,
-                "default_mean": g.default_mean,
-                "mean": g.best_mean,
-                "risks": [r.text() for r in risks_of(space, configs.get(label, {}))],
-            }
-        )
+        row = {
+            "tuner": TUNER_NAMES.get(label, label),
+            "label": label,
+            "risk_allowed": label == "risky",
+            "evaluations": sum(
+                1
+                for name in found_by
+                for t in store.trials(store.campaign(name).id)
+                if t.seq >= 0 and not is_reference(t)
+            )
+            or None,
+            "runs": sum(runs_of(store, name) for name in found_by) or None,
+            "seconds": sum(seconds_of(store, name) for name in found_by) or None,
+            "risks": [r.text() for r in risks_of(space, configs.get(label, {}))],
+        }
+        if values.get(label):
+            g = gain("bw_mbs", "max", values["default"], values[label], label=label)
+            row.update(gain=1 + g.gain, ci_low=1 + g.ci_low, ci_high=1 + g.ci_high,
+                       default_mean=g.default_mean, mean=g.best_mean)  # fmt: skip
+        else:  # its config did not run on the verifying cluster: a result, so a row
+            failures = [e for m in labels.get(label, []) for e in errors.get(m, [])]
+            row.update(gain=None, ci_low=None, ci_high=None, failed=main_failure(failures),
+                       default_mean=float(np.mean(values["default"])))  # fmt: skip
+        out.append(row)
     return out
+
+
+def main_failure(errors: list[str]) -> str:
+    """The most frequent own error of a config's failed runs (not a later run skipped for an
+    earlier one's failure), without the stage's prefix."""
+    own = [e for e in errors if not e.startswith("not run:")] or errors
+    if not own:
+        return "no run finished"
+    short = [re.sub(r"^(before the run|apply): ", "", e.splitlines()[0]) for e in own]
+    return Counter(short).most_common(1)[0][0]
 
 
 # ---- output -----------------------------------------------------------------------------------
@@ -794,7 +806,9 @@ def number(value: Any) -> str:
 
 
 def gain_cell(row: dict[str, Any]) -> str:
-    """A verified gain with its 90% CI, as the tables print it."""
+    """A verified gain with its 90% CI, as the tables print it, or why there is none."""
+    if row.get("failed"):
+        return f"failed: {row['failed']}"
     return f"{number(row.get('gain'))}x ({number(row.get('ci_low'))}-{number(row.get('ci_high'))})"
 
 
