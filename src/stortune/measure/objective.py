@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,62 @@ class ObjectiveSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "direction": str(self.direction), "weight": self.weight}
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    """A metric that must not get worse than `tolerance` (a share: 0.1 allows 0.90x) while the
+    objective improves: the data files' IOPS beside a database's commits, say. A config that
+    wins the objective but breaks a guardrail is a trade-off, never a plain gain."""
+
+    metric: str
+    direction: Direction = Direction.MAX
+    tolerance: float = 0.1
+
+    @classmethod
+    def parse(cls, text: str) -> Guardrail:
+        """``METRIC:max|min`` or ``METRIC:max|min:SHARE``, SHARE as ``10%`` or ``0.1``."""
+        parts = [p.strip() for p in text.split(":")]
+        share = parts[2] if len(parts) > 2 else "10%"
+        try:
+            tolerance = float(share[:-1]) / 100 if share.endswith("%") else float(share)
+        except ValueError:
+            tolerance = math.nan
+        if (
+            len(parts) not in (2, 3)
+            or not parts[0]
+            or parts[1] not in ("max", "min")
+            or not 0 <= tolerance < 1
+        ):
+            raise StortuneError(
+                f"guardrail {text!r}: write METRIC:max|min[:SHARE], SHARE the regression "
+                "allowed (10% or 0.1, below 100%)"
+            )
+        return cls(parts[0], Direction(parts[1]), tolerance)
+
+    @property
+    def floor(self) -> float:
+        """The lowest ratio (candidate over default, oriented so that above 1 is better) the
+        guardrail accepts."""
+        return 1.0 - self.tolerance
+
+    def text(self) -> str:
+        return f"{self.metric}:{self.direction}:{self.tolerance:.0%}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "direction": str(self.direction),
+            "tolerance": self.tolerance,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Guardrail:
+        return cls(
+            str(data["metric"]),
+            Direction(data.get("direction", "max")),
+            float(data.get("tolerance", 0.1)),
+        )
 
 
 @dataclass
@@ -147,6 +203,7 @@ class Objective:
     metric: str
     direction: Direction = Direction.MAX
     scalarizer: Scalarizer | None = None
+    guardrails: tuple[Guardrail, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> Objective:
@@ -203,12 +260,20 @@ class Objective:
     def with_bounds_around(self, reference: Mapping[str, float]) -> Objective:
         if self.scalarizer is None:
             return self
-        return Objective(self.metric, self.direction, self.scalarizer.around(reference))
+        return replace(self, scalarizer=self.scalarizer.around(reference))
+
+    def with_guardrails(self, guardrails: Sequence[Guardrail]) -> Objective:
+        """This objective with `guardrails` (a guardrail on the objective's own metric is
+        dropped: the objective itself is judged already)."""
+        kept = tuple(g for g in guardrails if g.metric not in self.measured)
+        return replace(self, guardrails=kept)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"metric": self.metric, "direction": str(self.direction)}
         if self.scalarizer is not None:
             out["scalarizer"] = self.scalarizer.to_dict()
+        if self.guardrails:
+            out["guardrails"] = [g.to_dict() for g in self.guardrails]
         return out
 
     @classmethod
@@ -218,6 +283,7 @@ class Objective:
             str(data.get("metric", "")),
             Direction(data.get("direction", "max")),
             Scalarizer.from_dict(scalarizer) if scalarizer else None,
+            tuple(Guardrail.from_dict(g) for g in data.get("guardrails") or ()),
         )
 
     def text(self) -> str:
