@@ -1,12 +1,17 @@
 """Which disk a path lives on: a local Ceph cluster's OSD files make I/O on that disk the
-benchmark's own, not a disturbance."""
+benchmark's own, not a disturbance; and the bytes a run moves at its device and at the disk
+under it."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
-from stortune.measure.sysmetrics import _hardware_disks, disk_of
+import pytest
+
+from stortune.measure.sysmetrics import DeviceSampler, _hardware_disks, disk_of
 
 
 def test_disk_of_names_the_whole_disk_under_a_path(tmp_path: Path) -> None:
@@ -29,3 +34,52 @@ def test_the_root_file_system_sits_on_a_disk_the_sampler_knows() -> None:
     disk = disk_of("/")
     if disk is not None and _hardware_disks():
         assert disk in _hardware_disks() or disk.startswith(("dm-", "md", "loop"))
+
+
+def test_device_sampler_says_nothing_of_devices_it_cannot_see() -> None:
+    sampler = DeviceSampler("/dev/no-such-device", backing="no-such-disk").start()
+    assert sampler.stop() == {}
+    assert DeviceSampler("/dev/vda", backing="vda").backing is None  # no disk under itself
+
+
+@pytest.fixture
+def loop_over_file(tmp_path: Path) -> Iterator[str]:
+    """A loop device with direct I/O over a 32 MiB file in tmp_path, detached afterwards."""
+    image = tmp_path / "sampled.img"
+    subprocess.run(["fallocate", "-l", "32m", str(image)], check=True)
+    device = subprocess.run(
+        ["losetup", "--find", "--show", "--direct-io=on", str(image)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    try:
+        yield device
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root")
+def test_device_sampler_counts_the_bytes_at_the_device_and_the_disk_under_it(
+    tmp_path: Path, loop_over_file: str
+) -> None:
+    backing = disk_of(tmp_path)
+    sampler = DeviceSampler(loop_over_file, backing).start()
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={loop_over_file}", "bs=1M", "count=8", "oflag=direct"],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(
+        ["dd", f"if={loop_over_file}", "of=/dev/null", "bs=1M", "count=4", "iflag=direct"],
+        capture_output=True,
+        check=True,
+    )
+    out = sampler.stop()
+    assert out["device.write_mb"] == pytest.approx(8.0)
+    assert out["device.read_mb"] == pytest.approx(4.0)
+    if backing is None:  # tmp_path on tmpfs: no disk under the image
+        assert "device.backing_write_mb" not in out
+    else:  # the disk's whole traffic: ours through the loop device, and whatever else ran
+        assert out["device.backing_write_mb"] >= 8.0 * 0.99
+        assert out["device.backing_read_mb"] >= 4.0 * 0.99

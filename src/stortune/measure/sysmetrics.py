@@ -4,6 +4,8 @@ A benchmark number means little without knowing what else the machine did meanwh
 throughput followed the load average of other work). `SystemSampler` reads /proc every second in
 a thread while a run goes on and summarises what it saw as ``sys.*`` metrics (mean, and max as
 ``*_max``), stored with every run; `snapshot()` gives the instantaneous gauges tuners use as state.
+`DeviceSampler` counts the bytes at a run's device under test and at the disk under its image
+(``device.*``), for `stortune.measure.device` to set beside the bytes the workload moved.
 """
 
 from __future__ import annotations
@@ -188,6 +190,34 @@ class SystemSampler:
         loop_traffic = _traffic(first, last, own_loops, 0) + _traffic(first, last, own_loops, 1)
         other -= loop_traffic * (1.0 + BACKING_OVERHEAD)
         out["sys.other_io_mb"] = max(other, 0.0)
+
+
+class DeviceSampler:
+    """MiB read and written between `start()` and `stop()` at the device under test
+    (``device.read_mb``, ``device.write_mb``: a loop device, or a named one) and, for a loop
+    device, at the disk holding its image (``device.backing_read_mb``/``backing_write_mb``,
+    `disk_of` the image: that disk's whole traffic, other processes' I/O included)."""
+
+    def __init__(self, device: str, backing: str | None = None) -> None:
+        self.device = _device_name(device)
+        below = _device_name(backing) if backing else None
+        self.backing = below if below != self.device else None
+        self._first: dict[str, tuple[int, int, int]] = {}
+
+    def start(self) -> DeviceSampler:
+        self._first = _read_disks()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        last = _read_disks()
+        out: dict[str, float] = {}
+        for prefix, name in (("device.", self.device), ("device.backing_", self.backing)):
+            if name is None or name not in self._first or name not in last:
+                continue
+            before, after = self._first[name], last[name]
+            out[f"{prefix}read_mb"] = (after[0] - before[0]) * _SECTOR / _MB
+            out[f"{prefix}write_mb"] = (after[1] - before[1]) * _SECTOR / _MB
+        return out
 
 
 def _cpu_share(a: _Sample, b: _Sample, index: int) -> float:
