@@ -218,3 +218,142 @@ def test_templates_parse_in_fio(template: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr or proc.stdout
     header = FioWorkload(template).text.splitlines()[0]
     assert header.startswith(f"# {template}:")
+
+
+# ---- per-job metrics, on real fio reports -------------------------------------------------
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+MIXED_JOB = """\
+[global]
+directory={dir}
+time_based=1
+runtime=1
+thread=1
+ioengine=psync
+bs=4k
+size=4m
+{extra}
+[reader]
+rw=randread
+numjobs=2
+
+[logger]
+filename=log.dat
+rw=write
+fdatasync=1
+
+[read]
+rw=randwrite
+name=read
+"""
+
+
+def _fio_report(tmp_path: Path, text: str) -> tuple[str, dict]:
+    """Run fio (json+) on a job text in `tmp_path`; its report, as text and parsed."""
+    (tmp_path / "d").mkdir(exist_ok=True)
+    job = tmp_path / "job.fio"
+    job.write_text(text.format(dir=tmp_path / "d", extra=""))
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        ["fio", "--output-format=json+", f"--output={out}", str(job)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = out.read_text()
+    return report, json.loads(report[report.index("{") :])
+
+
+@needs_fio
+def test_each_job_has_its_own_metrics_clones_merged(tmp_path: Path) -> None:
+    report, data = _fio_report(tmp_path, MIXED_JOB)
+    m = parse_fio_output(report)
+    jobs = data["jobs"]
+    readers = [j for j in jobs if j["jobname"] == "reader"]
+    assert len(readers) == 2  # numjobs clones: one entry each, one name
+    wall = max(j["job_runtime"] for j in jobs) / 1000
+    ios = sum(j["read"]["total_ios"] for j in readers)
+    assert m["reader.read.iops"] == pytest.approx(ios / wall)
+    moved = sum(j["read"]["io_bytes"] for j in readers)
+    assert m["reader.read.bw_mbs"] == pytest.approx(moved / 2**20 / wall)
+    assert m["reader.write.iops"] == 0 and "reader.write.lat_p99_ms" not in m
+    # the clones' histograms merged: the p99 lies within the largest of the bins of both
+    bins = sorted((int(v), c) for j in readers for v, c in j["read"]["clat_ns"]["bins"].items())
+    total, seen = sum(c for _, c in bins), 0
+    for value, count in bins:
+        seen += count
+        if seen >= 0.99 * total:
+            assert m["reader.read.lat_p99_ms"] == value / 1e6
+            break
+    # totals as before: every job together
+    assert m["total.iops"] == pytest.approx(
+        sum(j[d]["total_ios"] for j in jobs for d in ("read", "write")) / wall
+    )
+    assert m["read.iops"] == pytest.approx(m["reader.read.iops"])
+    # fdatasync: fio counts it in the latency's N, not in total_ios; it is still sync.*
+    logger = next(j for j in jobs if j["jobname"] == "logger")
+    assert logger["sync"]["lat_ns"]["N"] > 0
+    assert m["logger.sync.iops"] == pytest.approx(logger["sync"]["lat_ns"]["N"] / wall)
+    assert m["sync.iops"] == pytest.approx(m["logger.sync.iops"])
+    assert m["logger.sync.lat_p99_ms"] > 0 and "reader.sync.iops" not in m
+    # a job named like a total is written job.NAME, never mixed into the totals' names
+    assert m["job.read.write.iops"] > 0 and "read.write.iops" not in m
+    written = sum(j["write"]["io_bytes"] for j in jobs)
+    assert m["workload.write_mb"] == pytest.approx(written / 2**20)
+    assert m["workload.read_mb"] == pytest.approx(moved / 2**20)
+    assert not any(k.startswith("group") for k in m)  # one group: no groupN.*
+    names = FioWorkload("mixed.fio", text=MIXED_JOB.format(dir="${DIR}", extra="")).metric_names()
+    assert set(m) <= names
+
+
+@needs_fio
+def test_stonewall_groups_have_their_own_metrics(tmp_path: Path) -> None:
+    text = MIXED_JOB.replace("[logger]", "[logger]\nstonewall")
+    report, data = _fio_report(tmp_path, text)
+    m = parse_fio_output(report)
+    groups = {j["jobname"]: j["groupid"] for j in data["jobs"]}
+    assert groups == {"reader": 0, "logger": 1, "read": 1}
+    walls = {
+        g: max(j["job_runtime"] for j in data["jobs"] if j["groupid"] == g) / 1000 for g in (0, 1)
+    }
+    assert m["runtime_s"] == pytest.approx(walls[0] + walls[1])
+    reads = sum(j["read"]["total_ios"] for j in data["jobs"] if j["jobname"] == "reader")
+    assert m["reader.read.iops"] == pytest.approx(reads / walls[0])  # over its group's time
+    assert m["group0.read.iops"] == pytest.approx(m["reader.read.iops"])
+    assert m["group1.write.iops"] == pytest.approx(
+        m["logger.write.iops"] + m["job.read.write.iops"]
+    )
+    assert "group1.sync.iops" in m and "group0.sync.iops" not in m
+    assert set(m) <= FioWorkload("g.fio", text=text.format(dir="${DIR}", extra="")).metric_names()
+
+
+def test_job_names_that_clash_are_written_job_name() -> None:
+    from stortune.workloads.fio import job_prefixes
+
+    names = ["dblog", "total", "group2", "my job", "my.job", "job", "a-b_1", "dblog"]
+    assert job_prefixes(names) == {
+        "dblog": "dblog",
+        "total": "job.total",
+        "group2": "job.group2",
+        "my job": "job.my_job",
+        "my.job": "job.my_job-2",
+        "job": "job.job",
+        "a-b_1": "a-b_1",
+    }
+
+
+def test_metric_names_follow_the_job_text() -> None:
+    from stortune.workloads.fio import job_metric_names
+
+    names = job_metric_names(
+        "[global]\nioengine=psync\ngroup_reporting\n[a]\nrw=read\nnumjobs=4\n[b]\nrw=write\n"
+        "fsync=4\n[c]\nstonewall\nioengine=filestat\n[d]\nnew_group\nname=total\nrw=randrw\n"
+    )
+    # group_reporting: fio reports a group as one job named after its first
+    assert {"a.read.lat_p99_ms", "a.write.lat_p99_ms", "a.sync.iops"} <= names
+    assert not any(n.startswith("b.") for n in names)
+    assert {"c.meta.iops", "group1.meta.lat_p99_ms", "job.total.write.lat_p50_ms"} <= names
+    assert {"group2.read.iops", "group0.sync.iops"} <= names and "group3.total.iops" not in names
+    assert "c.read.iops" not in names  # a metadata engine's operations are never read I/O
+    assert {"total.bw_mbs", "sync.lat_p99_ms", "workload.read_mb", "runtime_s"} <= names

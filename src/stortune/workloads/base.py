@@ -124,6 +124,11 @@ class Workload(ABC):
         """How long one run lasts, about (None: unknown); plans use it to fit a time budget."""
         return None
 
+    def metric_names(self) -> frozenset[str] | None:
+        """The metric names a run can report, besides the target's own (``sys.*``); None when
+        that is unknown (a replayed table's columns, a program's own output)."""
+        return None
+
 
 def numeric_metrics(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Flatten nested mappings to dotted names and keep the numbers (booleans excluded)."""

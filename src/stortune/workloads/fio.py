@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,11 @@ class FioWorkload(Workload):
         text = _PLACEHOLDER.sub(substitute, self.text)
         _check_paths(text, directory, self.name)
         return text
+
+    def metric_names(self) -> frozenset[str]:
+        """The totals, each job's and each stonewall group's metrics (`parse_fio_output`),
+        from the job text's sections."""
+        return job_metric_names(self.text)
 
     # ---- running --------------------------------------------------------------------------
     def default_timeout(self, runtime: float) -> float:
@@ -523,15 +529,56 @@ def _engine(job: Mapping[str, Any], data: Mapping[str, Any]) -> str:
 def parse_fio_output(text: str) -> dict[str, float]:
     """Metrics from fio's JSON (or json+) report; any text fio printed before it is skipped.
 
-    Per direction (``read``, ``write``) and for both (``total``): ``bw_mbs`` (MiB/s), ``iops``,
-    ``lat_mean_ms`` (total latency) and ``lat_p50_ms``/``lat_p99_ms``/``lat_p999_ms``
-    (completion latency percentiles: exact over all jobs from json+ histograms, else the
-    I/O-weighted mean of the jobs' percentiles). Rates are over the run's wall time (the longest
-    job of each group, groups one after the other). fsyncs appear as ``sync.*``; jobs of
-    metadata engines (filestat, filecreate, ...) as ``meta.*``, never as read bandwidth. Plus
-    ``runtime_s`` and ``error`` (jobs that reported an error). Raises ValueError without a report.
+    Totals over every job, per direction (``read``, ``write``) and for both (``total``):
+    ``bw_mbs`` (MiB/s), ``iops``, ``lat_mean_ms`` (total latency) and
+    ``lat_p50_ms``/``lat_p99_ms``/``lat_p999_ms`` (completion latency percentiles: exact over
+    the jobs from json+ histograms, else the I/O-weighted mean of the jobs' percentiles). Rates
+    are over the run's wall time (the longest job of each group, groups one after the other).
+    fsyncs and fdatasyncs appear as ``sync.*`` (``iops``, latencies); jobs of metadata engines
+    (filestat, filecreate, ...) as ``meta.*``, never as read bandwidth. Plus ``runtime_s``,
+    ``error`` (jobs that reported an error), and ``workload.read_mb``/``workload.write_mb``:
+    the MiB (2**20 bytes) the I/O jobs read and wrote in the timed part.
+
+    The same per fio job, named ``JOB.read.*``, ``JOB.write.*``, ``JOB.total.*``,
+    ``JOB.sync.*`` (``JOB.meta.*`` for a metadata engine's job), JOB being fio's jobname: the
+    clones ``numjobs`` makes share it and are merged (rates summed, histograms merged), and
+    its rates are over its group's wall time. A jobname that clashes with a name above (or
+    ``job``, ``groupN``), or holds characters other than letters, digits, ``_`` and ``-``, is
+    written ``job.NAME.*`` (`job_prefixes`). A report of several stonewall groups adds
+    ``groupN.*`` per group, N fio's groupid. Raises ValueError without a report.
     """
     return _metrics(_load_report(text))
+
+
+# First parts of metric names that are not a job's: a job named so is written job.NAME.
+RESERVED_NAMES = frozenset(
+    {"read", "write", "total", "sync", "meta", "sys", "device", "workload", "runtime_s", "error"}
+    | {"job"}
+)
+_PLAIN_JOB = re.compile(r"^[A-Za-z0-9_-]+$")
+_GROUP_NAME = re.compile(r"^group[0-9]+$")
+_DIRECTIONS = ("read", "write")
+_LATENCIES = ("lat_mean_ms", "lat_p50_ms", "lat_p99_ms", "lat_p999_ms")
+
+
+def job_prefixes(jobnames: Iterable[str]) -> dict[str, str]:
+    """The metric prefix of each fio jobname, in order: the name itself, or ``job.NAME`` when
+    it clashes with a reserved first part (`RESERVED_NAMES`, ``groupN``) or holds other
+    characters than ``[A-Za-z0-9_-]`` (each replaced by ``_``); a prefix taken already gets
+    ``-2``, ``-3``, ..."""
+    out: dict[str, str] = {}
+    for name in jobnames:
+        if name in out:
+            continue
+        if _PLAIN_JOB.match(name) and name not in RESERVED_NAMES and not _GROUP_NAME.match(name):
+            prefix = name
+        else:
+            prefix = "job." + (re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_")
+        base, n = prefix, 2
+        while prefix in out.values():
+            prefix, n = f"{base}-{n}", n + 1
+        out[name] = prefix
+    return out
 
 
 def _metrics(data: Mapping[str, Any]) -> dict[str, float]:
@@ -543,26 +590,172 @@ def _metrics(data: Mapping[str, Any]) -> dict[str, float]:
         gid = job.get("groupid", 0)
         groups[gid] = max(groups.get(gid, 0.0), _job_seconds(job))
     seconds = sum(groups.values())
-    io_jobs = [j for j in jobs if _engine(j, data) not in _META_ENGINES]
-    meta_jobs = [j for j in jobs if _engine(j, data) in _META_ENGINES]
     out: dict[str, float] = {
         "runtime_s": seconds,
         "error": float(sum(1 for j in jobs if j.get("error"))),
     }
-    parts = {d: [j[d] for j in io_jobs if isinstance(j.get(d), Mapping)] for d in ("read", "write")}
-    for direction, stats in parts.items():
-        out.update(_direction(direction, stats, seconds))
-    out.update(_direction("total", parts["read"] + parts["write"], seconds))
-    syncs = [j["sync"] for j in io_jobs if isinstance(j.get("sync"), Mapping)]
-    if sum(s.get("total_ios", 0) for s in syncs):
-        out["sync.iops"] = _rate(sum(s.get("total_ios", 0) for s in syncs), seconds)
-        out.update(_latency("sync", [s.get("lat_ns", {}) for s in syncs]))
+    out.update(_summary("", jobs, data, seconds, every_direction=True))
+    io_jobs = [j for j in jobs if _engine(j, data) not in _META_ENGINES]
+    for direction in _DIRECTIONS:
+        moved = sum(j[direction].get("io_bytes", 0) for j in io_jobs if _has(j, direction))
+        out[f"workload.{direction}_mb"] = moved / _MIB
+    names = job_prefixes(str(j.get("jobname", "")) for j in jobs)
+    for name, prefix in names.items():
+        mine = [j for j in jobs if str(j.get("jobname", "")) == name]
+        wall = sum(groups[g] for g in {j.get("groupid", 0) for j in mine})
+        out.update(_summary(f"{prefix}.", mine, data, wall))
+    if len(groups) > 1:
+        for gid, wall in groups.items():
+            mine = [j for j in jobs if j.get("groupid", 0) == gid]
+            out.update(_summary(f"group{gid}.", mine, data, wall))
+    return out
+
+
+def _has(job: Mapping[str, Any], part: str) -> bool:
+    return isinstance(job.get(part), Mapping)
+
+
+def _summary(
+    prefix: str,
+    jobs: Sequence[Mapping[str, Any]],
+    data: Mapping[str, Any],
+    seconds: float,
+    every_direction: bool = False,
+) -> dict[str, float]:
+    """``read.*``, ``write.*``, ``total.*``, ``sync.*`` and ``meta.*`` of `jobs` over
+    `seconds`, each name after `prefix`; read/write/total only when some job does I/O (always
+    with `every_direction`), meta only for jobs of metadata engines."""
+    io_jobs = [j for j in jobs if _engine(j, data) not in _META_ENGINES]
+    meta_jobs = [j for j in jobs if _engine(j, data) in _META_ENGINES]
+    out: dict[str, float] = {}
+    if io_jobs or every_direction:
+        parts = {d: [j[d] for j in io_jobs if _has(j, d)] for d in _DIRECTIONS}
+        for direction, stats in parts.items():
+            out.update(_direction(prefix + direction, stats, seconds))
+        out.update(_direction(prefix + "total", parts["read"] + parts["write"], seconds))
+    # fio 3.33 counts fsyncs in total_ios but not fdatasyncs; the latency's N counts both
+    syncs = [j["sync"] for j in io_jobs if _has(j, "sync")]
+    count = sum(max(s.get("total_ios", 0), (s.get("lat_ns") or {}).get("N", 0)) for s in syncs)
+    if count:
+        out[prefix + "sync.iops"] = _rate(count, seconds)
+        out.update(_latency(prefix + "sync", [s.get("lat_ns", {}) for s in syncs]))
     if meta_jobs:
-        stats = [
-            j[d] for j in meta_jobs for d in ("read", "write") if isinstance(j.get(d), Mapping)
-        ]
-        out["meta.iops"] = _rate(sum(s.get("total_ios", 0) for s in stats), seconds)
-        out.update(_latency("meta", [s.get("lat_ns", {}) for s in stats]))
+        stats = [j[d] for j in meta_jobs for d in _DIRECTIONS if _has(j, d)]
+        out[prefix + "meta.iops"] = _rate(sum(s.get("total_ios", 0) for s in stats), seconds)
+        out.update(_latency(prefix + "meta", [s.get("lat_ns", {}) for s in stats]))
+    return out
+
+
+@dataclass(frozen=True)
+class JobSection:
+    """One job of a job text as fio reads it: its name (``name=``, else the section's), its
+    options (those of the ``[global]`` sections before it, then its own) and its group."""
+
+    name: str
+    options: Mapping[str, str]
+    group: int
+
+    def flag(self, option: str) -> bool:
+        return self.options.get(option, "0").strip().lower() not in ("0", "false", "no", "off")
+
+    @property
+    def meta(self) -> bool:
+        return self.options.get("ioengine", "").strip() in _META_ENGINES
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """The directions whose latencies the job reports: as its ``rw`` says (reads too when
+        it verifies what it wrote); both when that cannot be told."""
+        mode = self.options.get("rw", self.options.get("readwrite", "read")).split(":")[0].strip()
+        if mode in _MIXED or (mode in _WRITING and self.options.get("verify", "0") not in _OFF):
+            return _DIRECTIONS
+        if mode in _READING:
+            return ("read",)
+        if mode in _WRITING:
+            return ("write",)
+        return () if mode in ("trim", "randtrim") else _DIRECTIONS
+
+    @property
+    def syncs(self) -> bool:
+        return any(
+            self.options.get(o, "0").strip() not in _OFF
+            for o in ("fsync", "fdatasync", "sync_file_range")
+        )
+
+
+_READING = {"read", "randread"}
+_WRITING = {"write", "randwrite", "trimwrite", "randtrimwrite"}
+_MIXED = {"rw", "readwrite", "randrw"}
+_OFF = {"0", "", "none"}
+
+
+def job_sections(text: str) -> list[JobSection]:
+    """The jobs of a fio job text, in order, with fio's stonewall groups (a job with
+    ``stonewall``/``wait_for_previous`` or ``new_group`` after others opens the next group); the
+    jobs of a ``group_reporting`` group take its first job's name, as fio reports them as one."""
+    defaults: dict[str, str] = {}
+    raw: list[tuple[str, dict[str, str]]] = []
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        section = re.match(r"^\[([^\]]+)\]$", line)
+        if section:
+            title = section.group(1).strip()
+            if title == "global":
+                current = defaults  # applies to the jobs after it
+            else:
+                current = dict(defaults)
+                raw.append((title, current))
+            continue
+        if current is not None:
+            key, sep, value = line.partition("=")
+            current[key.strip()] = value.strip() if sep else "1"
+    out: list[JobSection] = []
+    group = 0
+    for title, options in raw:
+        job = JobSection(options.get("name", title), options, group)
+        if out and any(job.flag(o) for o in ("stonewall", "wait_for_previous", "new_group")):
+            group += 1
+        elif out and job.flag("group_reporting"):
+            out.append(JobSection(out[-1].name, options, group))  # reported as the group's first
+            continue
+        out.append(JobSection(job.name, options, group))
+    return out
+
+
+def job_metric_names(text: str) -> frozenset[str]:
+    """The metric names a run of this job text can report (`parse_fio_output`), besides the
+    target's own (``sys.*``)."""
+    jobs = job_sections(text)
+    names = {"runtime_s", "error", "workload.read_mb", "workload.write_mb"}
+    names |= _summary_names("", jobs, every_direction=True)
+    for name, prefix in job_prefixes(j.name for j in jobs).items():
+        names |= _summary_names(f"{prefix}.", [j for j in jobs if j.name == name])
+    groups = sorted({j.group for j in jobs})
+    if len(groups) > 1:
+        for gid in groups:
+            names |= _summary_names(f"group{gid}.", [j for j in jobs if j.group == gid])
+    return frozenset(names)
+
+
+def _summary_names(
+    prefix: str, jobs: Sequence[JobSection], every_direction: bool = False
+) -> set[str]:
+    """The names `_summary` can give these jobs."""
+    io_jobs = [j for j in jobs if not j.meta]
+    out: set[str] = set()
+    if io_jobs or every_direction:
+        for part in (*_DIRECTIONS, "total"):
+            out |= {f"{prefix}{part}.bw_mbs", f"{prefix}{part}.iops"}
+        timed = {d for j in io_jobs for d in j.directions}
+        for part in (*sorted(timed), *(("total",) if timed else ())):
+            out |= {f"{prefix}{part}.{lat}" for lat in _LATENCIES}
+    if any(j.syncs for j in io_jobs):
+        out |= {f"{prefix}sync.iops"} | {f"{prefix}sync.{lat}" for lat in _LATENCIES}
+    if len(io_jobs) < len(jobs):
+        out |= {f"{prefix}meta.iops"} | {f"{prefix}meta.{lat}" for lat in _LATENCIES}
     return out
 
 
