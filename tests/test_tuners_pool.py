@@ -148,14 +148,16 @@ def test_tune_in_pool_mode_measures_only_the_tables_rows(table: Path) -> None:
     assert len(trials) == 15 and all(config_key(t.config) in inside for t in trials)
 
 
-def test_a_zero_run_gives_no_ratio_and_asks_for_more_measuring() -> None:
-    from stortune.measure.verify import gain
-    from stortune.workflows.recommend import Advice, advise
+def test_a_zero_run_gives_no_ratio_and_no_verdict() -> None:
+    from stortune.measure.verify import Judgement, VerifyRules, gain, judge, paired_gain
 
     measured = gain("latency", "min", [0.015, 0.014, 0.016], [0.0, 0.0, 0.0])
-    assert not measured.known and "gain unknown" in measured.text()
-    advice, why = advise({"best": measured}, "storm")
-    assert advice is Advice.MEASURE_MORE and "no ratio" in why
+    assert not measured.known and "unknown" in measured.text()
+    paired = paired_gain("latency", "min", {0: 0.015, 1: 0.014}, {0: 0.0, 1: 0.0})
+    assert not paired.known
+    rules = VerifyRules.of(2)
+    assert judge(paired, (), rules, final=False) == (None, "a run measured 0 or less: no ratio")
+    assert judge(paired, (), rules, final=True)[0] is Judgement.UNDECIDED
 
 
 def test_bo_models_log_values_when_none_is_negative() -> None:

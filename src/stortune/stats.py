@@ -88,3 +88,67 @@ def t_quantile(q: float, dof: float) -> float:
     from scipy import stats as scipy_stats
 
     return float(scipy_stats.t.ppf(q, dof))
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """How a candidate compares with a baseline measured beside it in the same rounds: the
+    geometric mean of the per-round ratios, oriented so that above 1 is better, and its t
+    interval. Drift between rounds hits both sides of a pair alike, so it cancels here, where
+    it widens an unpaired interval (`ratio_ci`)."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    n: int  # pairs (rounds) behind it
+    mean_log: float = math.nan  # mean log-ratio
+    sd_log: float = math.nan  # standard deviation of the log-ratios
+
+    @property
+    def half_width(self) -> float:
+        """The interval's half-width as a share of the ratio (on the log scale: 0.1 means the
+        interval reaches 10% either way)."""
+        if self.n < 2 or not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
+            return math.inf
+        return math.exp((math.log(self.ci_high) - math.log(self.ci_low)) / 2) - 1
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def log_ratio_interval(
+    logs: Sequence[float], confidence: float = 0.9, one_sided: bool = False
+) -> tuple[float, float, float]:
+    """Mean of log-ratios, their standard deviation and the t half-width of the mean's
+    interval (two-sided at `confidence`, or one-sided); inf without two values. Racing and
+    verification judge pairs with this one rule."""
+    x = [v for v in logs if math.isfinite(v)]
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, math.inf
+    mean = sum(x) / n
+    if n == 1:
+        return mean, math.nan, math.inf
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (n - 1))
+    q = confidence if one_sided else 0.5 + confidence / 2
+    return mean, sd, t_quantile(q, n - 1) * sd / math.sqrt(n)
+
+
+def paired_ratio(
+    pairs: Sequence[tuple[float, float]], confidence: float = 0.9, maximise: bool = True
+) -> PairedRatio:
+    """Ratio of `candidate` to `baseline` over (baseline, candidate) pairs, each measured in one
+    round, as `PairedRatio` (pairs with a value at or below 0 cannot be compared by ratio and
+    are left out). For a minimised metric the ratio is baseline over candidate."""
+    sign = 1.0 if maximise else -1.0
+    logs = [sign * math.log(c / b) for b, c in pairs if b > 0 and c > 0]
+    mean, sd, half = log_ratio_interval(logs, confidence)
+    if not logs:
+        return PairedRatio(math.nan, math.nan, math.nan, confidence, 0)
+    if not math.isfinite(half):
+        return PairedRatio(math.exp(mean), 0.0, math.inf, confidence, len(logs), mean, sd)
+    return PairedRatio(
+        math.exp(mean), math.exp(mean - half), math.exp(mean + half), confidence, len(logs), mean,
+        sd,
+    )  # fmt: skip

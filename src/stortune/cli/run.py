@@ -47,7 +47,7 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
                 highlight=False,
             )
             if outcome.kind == "tune":
-                console.print(advice_line({}, outcome.campaign), highlight=False)
+                console.print(advice_line(None, outcome.campaign), highlight=False)
     check_achieved(outcome)
 
 

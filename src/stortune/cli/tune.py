@@ -59,10 +59,13 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
     if result.in_loop is not None:
         console.print(result.in_loop.text(), highlight=False)
-    for gain in result.gains.values():
-        console.print(gain.text(), highlight=False)
+    results = result.verification.results if result.verification else {}
+    for found in results.values():
+        console.print(f"{found.gain.text()}: {found.judgement}", highlight=False)
+        for check in found.guardrails:
+            console.print(f"  guardrail {check.text()}", highlight=False)
     if outcome.best_config is not None:
-        console.print(advice_line(result.gains, outcome.campaign), highlight=False)
+        console.print(advice_line(result.verification, outcome.campaign), highlight=False)
     if result.pareto and result.objective is not None and result.objective.scalarizer:
         specs = result.objective.scalarizer.objectives
         table = Table(title="Pareto front (no other trial is better on every objective)")
@@ -144,7 +147,16 @@ def register(app: typer.Typer) -> None:
             "config re-measured below the default.",
         ),
         verify: int = typer.Option(
-            5, "--verify", help="Re-measure default and best this many times each (0: skip)."
+            5,
+            "--verify",
+            help="Re-measure default and best side by side in at least this many rounds, then "
+            "round by round until the verdict is decided (0: skip).",
+        ),
+        verify_max: int = typer.Option(
+            None,
+            "--verify-max",
+            help="The most verification rounds before an open verdict is called undecided "
+            "\\[default: 4 x --verify, at least 12].",
         ),
         compare: list[str] = typer.Option(
             [],
@@ -199,6 +211,7 @@ def register(app: typer.Typer) -> None:
                     space=whole,
                     compare=compared_configs(compare, whole) if whole and compare else None,
                     verify_repetitions=verify,
+                    verify_max=verify_max,
                     agent=agent,
                     reporter=reporter,
                 )
@@ -233,6 +246,7 @@ def register(app: typer.Typer) -> None:
                     name=name,
                     rank=RankOptions(rank, top_k, hold, rank_budget) if rank else None,
                     verify=verify,
+                    verify_max=verify_max,
                     compare=compared,
                     agent=agent,
                     allow_risk=allow_risk,

@@ -8,8 +8,8 @@ Why a package of its own, beside `measure` and `importance` rather than in `repo
 `workflows`: the HTML report only renders, and the same findings serve any other view of a
 campaign (--json, a notebook) without HTML; and `workflows` runs commands that measure or change
 the system, while this only reads the store and analyses. It calls the one rule of each kind
-where one exists: `measure.results.campaign_best`, `measure.verify.recommended_config` and
-`stored_gain`, `importance.rank_carver` and `rank_lasso`.
+where one exists: `measure.results.campaign_best`, `measure.verify.Verification` and
+`recommended_config`, `importance.rank_carver` and `rank_lasso`.
 
 An analysis that breaks unexpectedly does not stop the others: its exception is kept in
 `Findings.errors` under the part's name, for the view to say why that part is missing.
@@ -29,13 +29,7 @@ from stortune.findings.table import MIN_CONFIGS, Analysis, load_analysis, valued
 from stortune.findings.tuning import Curve, tuning_curves
 from stortune.measure.reference import is_reference
 from stortune.measure.results import campaign_best
-from stortune.measure.verify import (
-    Gain,
-    in_loop_gain,
-    latest_verification,
-    recommended_config,
-    stored_gains,
-)
+from stortune.measure.verify import Gain, Verification, in_loop_gain, recommended_config
 from stortune.space import Config, Space, parse_space
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store, Trial
@@ -62,6 +56,7 @@ class Findings:
     analysis: Analysis | None
     analysis_note: str
     verification: Campaign | None
+    checked: Verification | None  # the verification read back: judgements, guardrails
     gain: Gain | None
     best: Trial | None
     default_value: float | None
@@ -100,12 +95,13 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         )
     analysis, note = load_analysis(store, campaign, trials, workload)
     try:
-        gains = stored_gains(store, campaign)
+        checked = Verification.of(store, campaign)
     except StortuneError:
-        gains = {}
+        checked = None
+    gains = checked.gains if checked else {}
     gain = gains.get("best")
-    verification = latest_verification(store, campaign)
-    verified = _verified_configs(store, verification)
+    verification = checked.campaign if checked else None
+    verified = checked.configs if checked else {}
     space = _space(verification or campaign)
     risks = {label: risks_of(space, c) for label, c in verified.items()} if space else {}
     runs = [r for t in trials for r in t.runs]
@@ -125,6 +121,7 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         analysis=analysis,
         analysis_note=note,
         verification=verification,
+        checked=checked,
         gain=gain,
         best=campaign_best(campaign, evaluations),
         default_value=next((t.value for t in trials if source_of(t) == "default"), None),
@@ -146,12 +143,6 @@ def derive_findings(store: Store, campaign: Campaign, workload: str | None = Non
         ),
         load_max=max(loads) if loads else None,
     )
-
-
-def _verified_configs(store: Store, verification: Campaign | None) -> dict[str, Config]:
-    if verification is None:
-        return {}
-    return {(t.info or {}).get("label", ""): dict(t.config) for t in store.trials(verification.id)}
 
 
 def _space(campaign: Campaign) -> Space | None:

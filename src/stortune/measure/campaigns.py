@@ -10,7 +10,7 @@ studies and verifications.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -22,7 +22,7 @@ from stortune.measure.objective import Objective
 from stortune.measure.runner import Event, Outcome, Plan, Runner, RunRules, workload_name
 from stortune.measure.sweeping import SweepPlan, SweepSettings
 from stortune.measure.tuning import TunePlan, TuneSettings
-from stortune.measure.verify import VerifyPlan
+from stortune.measure.verify import VerifyPlan, VerifyRules
 from stortune.space import Space, parse_space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
@@ -103,7 +103,7 @@ def open_campaign(
     target: Target | None = None,
 ) -> Measuring:
     """A stored campaign's plan, rebuilt as it was started (a tuning budget may be raised,
-    a time budget given anew)."""
+    a time budget given anew; for a verification, `budget` is its most rounds)."""
     campaign = store.campaign(name)
     kind = campaign.kind
     if kind in (CampaignKind.DATASET, CampaignKind.PROFILE):
@@ -137,7 +137,11 @@ def open_campaign(
     elif kind in (CampaignKind.SWEEP, CampaignKind.NOISE):
         plan = SweepPlan(log, workloads, SweepSettings.from_settings(settings))
     elif kind == CampaignKind.VERIFY:
-        plan = VerifyPlan(log, workloads, int(settings.get("repetitions", 1)))
+        rounds = VerifyRules.from_settings(settings)
+        if budget is not None:  # more rounds for a verification that stopped undecided
+            rounds = replace(rounds, max_rounds=max(budget, rounds.min_rounds))
+            log.update_settings({**settings, **rounds.to_settings()})
+        plan = VerifyPlan(log, workloads, rounds)
     else:
         raise StortuneError(f"campaign {name!r} is of an unknown kind {kind!r}")
     return Measuring(log, plan, target, rules, seconds)

@@ -1,11 +1,21 @@
-"""After tuning: the default and the best config measured again, interleaved, and the gain.
+"""After tuning: the default and the best config measured again, in rounds, and the verdict.
 
 A tuner's best value is the maximum of noisy measurements, so it overstates the gain (the
-winner's curse). The verification plan runs default and best alternately (ABAB..., so drift hits
-both alike), `repetitions` times each, into a campaign ``NAME-verify`` of kind ``verify``; other
-configs to compare with (an expert's, say) join the rotation under their own labels. `gain`
-states an improvement with a confidence interval (ratio of means, Welch, `stats.ratio_ci`);
-`stored_gains` reads every label's gain over the default back from the latest verification.
+winner's curse). The verification runs every label once per round (default, best, compared
+configs; the order turns each round, so no label always runs first), into a campaign
+``NAME-verify`` of kind ``verify``. Each round is a block: drift on these machines (2x within
+minutes) moves a round's runs together, so a candidate is judged by its per-round log-ratios to
+the default, a paired t interval of their mean (`stats.paired_ratio`), never by an unpaired
+interval of the means, into which the drift would go whole.
+
+The verification is sequential: after `VerifyRules.min_rounds` it looks after every round and
+stops measuring a label once its `Judgement` is decided: better (the interval lies above 1),
+worse (below), equivalent (inside 1 ± `equivalence`), or a trade-off (better, but a guardrail
+metric measured in the same runs fell beyond its allowed share), each only once the interval is
+narrower than `precision`; at `max_rounds` what is still open is undecided, with the rounds a
+decision would need. Compared configs (an expert's, what each risky value buys) are measured in
+the first `min_rounds` only. `Verification` reads it all back as one object: configs by label,
+gains, guardrail checks, judgements and the config to recommend.
 """
 
 from __future__ import annotations
@@ -13,7 +23,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -21,23 +32,25 @@ import yaml
 from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.errors import StortuneError
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Objective, combine_workloads
+from stortune.measure.objective import Guardrail, Objective, combine_workloads
 from stortune.measure.reference import is_reference
 from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.space import Config, Space
-from stortune.stats import ratio_ci, summarize
+from stortune.stats import PairedRatio, paired_ratio, ratio_ci, summarize, t_quantile
 from stortune.store import Campaign, Run, Store, Trial
 from stortune.workloads.base import Workload
 
 LABELS = ("default", "best")  # always re-measured; compared configs come after them
+SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
+SEQUENTIAL_LABELS = ("best", SAFE_LABEL)  # measured until decided; others for min_rounds only
 SUFFIX = "-verify"
 
 
 @dataclass(frozen=True)
 class Gain:
     """How much better `label`'s config is than the default (0.12 = 12% better, whatever the
-    direction)."""
+    direction). `rounds`: the paired rounds behind it (0: an unpaired comparison)."""
 
     metric: str
     direction: str
@@ -51,6 +64,7 @@ class Gain:
     confidence: float
     label: str = "best"  # which config was compared with the default
     baseline: str = "default"  # what it was compared with: the default, or where tuning started
+    rounds: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +72,22 @@ class Gain:
     @property
     def ratio(self) -> float:
         return 1 + self.gain
+
+    @property
+    def ratio_low(self) -> float:
+        return 1 + self.ci_low
+
+    @property
+    def ratio_high(self) -> float:
+        return 1 + self.ci_high
+
+    @property
+    def half_width(self) -> float:
+        """The interval's half-width as a share (log scale), inf when it has none."""
+        low, high = self.ratio_low, self.ratio_high
+        if not (low > 0 and math.isfinite(high)):
+            return math.inf
+        return math.exp((math.log(high) - math.log(low)) / 2) - 1
 
     @property
     def significant(self) -> bool:
@@ -69,21 +99,27 @@ class Gain:
         """Whether the gain is a number: a ratio needs every run above 0."""
         return math.isfinite(self.gain)
 
-    def text(self) -> str:
+    def ratio_text(self) -> str:
+        """``1.13x (90% CI 1.05-1.22)``: the gain as a ratio, whatever the metric's unit."""
         if not self.known:
-            return (
-                f"{self.metric}: {self.baseline} {self.default_mean:.6g}, {self.label} "
-                f"{self.best_mean:.6g}: gain unknown, a ratio needs every run above 0"
-            )
-        ci = f"{self.confidence:.0%} CI {self.ci_low:+.1%} .. {self.ci_high:+.1%}"
-        if not math.isfinite(self.ci_low) or not math.isfinite(self.ci_high):
-            ci = "no CI: repeat each config at least twice"
-        better = "higher" if self.direction == Direction.MAX else "lower"
+            return "unknown (a ratio needs every run above 0)"
+        if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
+            return f"{self.ratio:.3g}x (no CI: each config needs two runs)"
         return (
-            f"{self.metric}: {self.baseline} {self.default_mean:.6g}, {self.label} "
-            f"{self.best_mean:.6g} "
-            f"({better} is better): gain {self.gain:+.1%} ({ci}; n = {self.n_default} + "
-            f"{self.n_best})"
+            f"{self.ratio:.3g}x ({self.confidence:.0%} CI {self.ratio_low:.3g}-"
+            f"{self.ratio_high:.3g})"
+        )
+
+    def text(self) -> str:
+        better = "higher" if self.direction == Direction.MAX else "lower"
+        runs = (
+            f"{self.rounds} paired rounds"
+            if self.rounds
+            else f"n = {self.n_default} + {self.n_best}"
+        )
+        return (
+            f"{self.label} vs {self.baseline} on {self.metric} ({better} is better): "
+            f"{self.ratio_text()}; means {self.default_mean:.3g} and {self.best_mean:.3g}, {runs}"
         )
 
 
@@ -95,8 +131,10 @@ def gain(
     confidence: float = 0.9,
     label: str = "best",
 ) -> Gain:
-    """The relative improvement of `best` over `default`: mean ratio - 1 for a maximised
-    metric, default/best - 1 for a minimised one (halving a latency is a 100% gain)."""
+    """The relative improvement of `best` over `default` measured at different times
+    (unpaired: Welch's interval of the ratio of means): mean ratio - 1 for a maximised
+    metric, default/best - 1 for a minimised one (halving a latency is a 100% gain). For runs
+    made side by side in rounds, `paired_gain` is the one to use."""
     d, b = summarize(default, confidence), summarize(best, confidence)
     if d.n == 0 or b.n == 0:
         raise StortuneError("no successful re-measurement of the default or the best config")
@@ -110,15 +148,208 @@ def gain(
     return Gain(metric, direction, d.mean, b.mean, d.n, b.n, value, low, high, confidence, label)
 
 
-def gains_over(
-    metric: str, direction: str, default: Sequence[float], measured: Mapping[str, list[float]]
-) -> dict[str, Gain]:
-    """Each label's gain over `default`, for the labels that have measurements."""
-    return {
-        label: gain(metric, direction, default, values, label=label)
-        for label, values in measured.items()
-        if values
-    }
+def paired_gain(
+    metric: str,
+    direction: str,
+    default: Mapping[int, float],
+    best: Mapping[int, float],
+    confidence: float = 0.9,
+    label: str = "best",
+) -> Gain:
+    """`label`'s gain over the default from the rounds both have a value in (round ->
+    value), as a paired ratio (module doc)."""
+    rounds = sorted(set(default) & set(best))
+    if not rounds:
+        raise StortuneError(f"no round measured both the default and {label}")
+    pairs = [(default[r], best[r]) for r in rounds]
+    paired = paired_ratio(pairs, confidence, maximise=direction == Direction.MAX)
+    return _gain_of(metric, direction, pairs, paired, label)
+
+
+def _gain_of(
+    metric: str, direction: str, pairs: Sequence[tuple[float, float]], r: PairedRatio, label: str
+) -> Gain:
+    mean = sum(b for b, _ in pairs) / len(pairs), sum(c for _, c in pairs) / len(pairs)
+    return Gain(
+        metric, direction, mean[0], mean[1], len(pairs), len(pairs), r.ratio - 1, r.ci_low - 1,
+        r.ci_high - 1, r.confidence, label, rounds=r.n,
+    )  # fmt: skip
+
+
+# ---- rules and verdicts ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerifyRules:
+    """When a verification stops: at least `min_rounds`, at most `max_rounds`; a label is
+    decided once its interval (at `confidence`) is at most `precision` wide either way and lies
+    above 1, below 1, or inside 1 ± `equivalence`."""
+
+    min_rounds: int = 5
+    max_rounds: int = 20
+    equivalence: float = 0.05
+    precision: float = 0.15
+    confidence: float = 0.9
+
+    def __post_init__(self) -> None:
+        check_repetitions(self.min_rounds)
+        if not self.min_rounds <= self.max_rounds <= 10_000:
+            raise StortuneError(
+                f"the verification's most rounds ({self.max_rounds}) must be at least its "
+                f"fewest ({self.min_rounds}) and at most 10,000"
+            )
+        if not 0 < self.equivalence < 1 or not 0 < self.precision < 10:
+            raise StortuneError("equivalence and precision are shares above 0 (0.05 = 5%)")
+        if not 0 < self.confidence < 1:
+            raise StortuneError(f"the confidence is a fraction in (0, 1), not {self.confidence}")
+
+    @classmethod
+    def of(cls, min_rounds: int, max_rounds: int | None = None, **more: Any) -> VerifyRules:
+        """Rules with `min_rounds`, and four times as many (at least 12) as the most."""
+        return cls(min_rounds, max_rounds or max(4 * min_rounds, 12), **more)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> VerifyRules:
+        rounds = int(settings.get("repetitions", 1))
+        verify = dict(settings.get("verify") or {})
+        # a verification stored before rounds were sequential: exactly its repetitions
+        verify.setdefault("max_rounds", rounds)
+        return cls(min_rounds=rounds, **verify)
+
+    def to_settings(self) -> dict[str, Any]:
+        out = asdict(self)
+        return {"repetitions": out.pop("min_rounds"), "verify": out}
+
+
+class Judgement(StrEnum):
+    """What a verification found of one config against the default."""
+
+    BETTER = "better"  # the interval lies above 1 and every guardrail held
+    WORSE = "worse"  # the interval lies below 1
+    EQUIVALENT = "equivalent"  # within ± the equivalence margin of the default
+    TRADE_OFF = "trade-off"  # better, but a guardrail fell beyond its allowed share
+    UNDECIDED = "undecided"  # the rounds allowed did not decide it
+
+
+class GuardrailStatus(StrEnum):
+    HELD = "held"  # the interval lies above the guardrail's floor
+    BROKEN = "broken"  # the interval lies below it
+    UNCLEAR = "unclear"  # the interval straddles it
+    UNKNOWN = "unknown"  # the runs lack the metric
+
+
+@dataclass(frozen=True)
+class GuardrailCheck:
+    """A guardrail metric's paired ratio (above 1 = better) in the verification's runs."""
+
+    guardrail: Guardrail
+    ratio: PairedRatio | None
+
+    @property
+    def status(self) -> GuardrailStatus:
+        r = self.ratio
+        if r is None or r.n == 0 or not math.isfinite(r.ratio):
+            return GuardrailStatus.UNKNOWN
+        if r.ci_low >= self.guardrail.floor:
+            return GuardrailStatus.HELD
+        if r.ci_high < self.guardrail.floor:
+            return GuardrailStatus.BROKEN
+        return GuardrailStatus.UNCLEAR
+
+    def text(self) -> str:
+        g, r = self.guardrail, self.ratio
+        if r is None or self.status == GuardrailStatus.UNKNOWN:
+            return f"{g.metric}: not measured"
+        interval = f"{r.ci_low:.3g}-{r.ci_high:.3g}" if math.isfinite(r.ci_high) else "no interval"
+        return f"{g.metric} {r.ratio:.3g}x ({interval}; {self.status}, may fall to {g.floor:.2g}x)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "guardrail": self.guardrail.to_dict(),
+            "status": str(self.status),
+            "ratio": None if self.ratio is None else self.ratio.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class LabelResult:
+    """One config's verified comparison with the default."""
+
+    label: str
+    gain: Gain
+    guardrails: tuple[GuardrailCheck, ...]
+    judgement: Judgement
+    why: str  # for an undecided one, what was missing and the rounds it would need
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "gain": self.gain.to_dict(),
+            "guardrails": [c.to_dict() for c in self.guardrails],
+            "judgement": str(self.judgement),
+            "why": self.why,
+        }
+
+
+def judge(
+    gain: Gain, checks: Sequence[GuardrailCheck], rules: VerifyRules, final: bool
+) -> tuple[Judgement | None, str]:
+    """The judgement the rounds so far support (None: measure another round; `final`: no more
+    rounds come, so what is open is undecided), and for an undecided one why."""
+    if not gain.known:
+        return (Judgement.UNDECIDED if final else None), "a run measured 0 or less: no ratio"
+    low, high = gain.ratio_low, gain.ratio_high
+    precise = gain.half_width <= rules.precision
+    broken = [c for c in checks if c.status == GuardrailStatus.BROKEN]
+    unclear = [c for c in checks if c.status == GuardrailStatus.UNCLEAR]
+    if precise and high < 1:
+        return Judgement.WORSE, ""
+    if precise and 1 - rules.equivalence <= low and high <= 1 + rules.equivalence:
+        return Judgement.EQUIVALENT, ""
+    if precise and low > 1:
+        if broken:
+            return Judgement.TRADE_OFF, ""
+        if not unclear:
+            return Judgement.BETTER, ""
+    if not final:
+        return None, ""
+    return Judgement.UNDECIDED, _why_undecided(gain, unclear, rules)
+
+
+def _why_undecided(gain: Gain, unclear: Sequence[GuardrailCheck], rules: VerifyRules) -> str:
+    if not math.isfinite(gain.half_width):
+        return "too few rounds for an interval"
+    needed = rounds_needed(gain, rules)
+    more = f"about {needed} more rounds would decide it" if needed else "more rounds would decide"
+    if gain.half_width > rules.precision:
+        return (
+            f"its interval is ±{gain.half_width:.0%} wide after {gain.rounds} rounds, more than "
+            f"the ±{rules.precision:.0%} a verdict needs; {more}"
+        )
+    if gain.ratio_low > 1 and unclear:
+        names = ", ".join(c.guardrail.metric for c in unclear)
+        return f"better, but guardrail {names} may have fallen below its floor; {more}"
+    return (
+        f"its interval {gain.ratio_low:.3g}-{gain.ratio_high:.3g} includes no change and "
+        f"reaches beyond ±{rules.equivalence:.0%}; {more}"
+    )
+
+
+def rounds_needed(gain: Gain, rules: VerifyRules) -> int | None:
+    """About how many more rounds would narrow the interval enough to decide, from the spread
+    of the rounds so far (None: not estimable)."""
+    n = gain.rounds
+    half = math.log(1 + gain.half_width) if math.isfinite(gain.half_width) else math.inf
+    if n < 2 or not math.isfinite(half) or half <= 0:
+        return None
+    t = t_quantile(0.5 + rules.confidence / 2, n - 1)
+    sd = half * math.sqrt(n) / t
+    mean = abs(math.log(gain.ratio))
+    margin = math.log(1 + rules.equivalence)
+    # the half-width that decides: below the distance to 1, or to the equivalence margin
+    target = max(mean, margin - mean) if mean < margin else mean
+    target = min(target, math.log(1 + rules.precision))
+    if target <= 0:
+        return None
+    return max(1, math.ceil((t * sd / target) ** 2) - n)
 
 
 # ---- the plan --------------------------------------------------------------------------------
@@ -127,19 +358,20 @@ def new_verification(
     tuned: Campaign,
     target_spec: Mapping[str, Any],
     configs: Mapping[str, Config],
-    repetitions: int,
+    rules: VerifyRules | int,
     space: Space,
 ) -> Campaign:
     """Store a verification campaign of `tuned` with one pending trial per label: default and
     best first, then the compared configs. `space` is the whole space (its default is the one
-    that counts, and `recommend` renders against it)."""
+    that counts, and `recommend` renders against it); `rules` (or the fewest rounds) say when
+    it stops."""
     missing = [label for label in LABELS if label not in configs]
     if missing:
         raise StortuneError(f"re-measuring needs a {' and a '.join(missing)} config")
-    check_repetitions(repetitions)
+    rules = rules if isinstance(rules, VerifyRules) else VerifyRules.of(rules)
     labels = [*LABELS, *(label for label in configs if label not in LABELS)]
     names = {c.name for c in store.campaigns()}
-    settings = {**tuned.settings, "repetitions": repetitions, "of": tuned.name}
+    settings = {**tuned.settings, **rules.to_settings(), "of": tuned.name}
     campaign = store.create_campaign(
         next(n for n in verify_names(tuned.name) if n not in names),
         kind=CampaignKind.VERIFY,
@@ -156,36 +388,315 @@ def new_verification(
 
 
 class VerifyPlan(Plan):
-    """Every label once per repetition, repetition after repetition; the order turns by one
-    label each repetition (default, best, X; best, X, default; ...), so no label always runs
-    first in a round, after the pause between rounds, nor always after the same config."""
+    """Rounds of every label still measured, the order turning by one label each round
+    (default, best, X; best, X, default; ...), so no label always runs first, after the pause
+    between rounds, nor always after the same config; after `min_rounds` only the sequential
+    labels not yet decided, beside the default (module doc)."""
 
-    def __init__(self, log: CampaignLog, workloads: Sequence[Workload | None], repetitions: int):
+    def __init__(
+        self, log: CampaignLog, workloads: Sequence[Workload | None], rules: VerifyRules
+    ) -> None:
         super().__init__(log, workloads)
-        self.repetitions = repetitions
+        self.rules = rules
 
     def planned_runs(self) -> int:
-        return len(self.log.trials()) * self.repetitions * len(self.workloads)
+        """The first rounds' runs, plus a round of the open labels once past them (rounds
+        beyond the first depend on what they find)."""
+        trials = self.log.trials()
+        first = len(trials) * self.rules.min_rounds * len(self.workloads)
+        done = self.done_runs()
+        if done < first:
+            return first
+        return done + (len(self._open(trials)) + 1) * len(self.workloads)
 
     def done_runs(self) -> int:
         return sum(len(finished_slots(t)) for t in self.log.trials())
 
     def visits(self) -> Generator[Visit, VisitResult, None]:
         trials = self.log.trials()
-        done = {t.id: finished_slots(t) for t in trials}
-        for rep in range(self.repetitions):
-            turn = rep % len(trials) if trials else 0
-            for trial in trials[turn:] + trials[:turn]:
-                missing = [
-                    w for w in self.workloads if (workload_name(w), rep) not in done[trial.id]
-                ]
+        for rnd in range(self.rules.max_rounds):
+            if rnd < self.rules.min_rounds:
+                present = trials
+            else:
+                trials = self.log.trials()
+                still = self._open(trials)
+                if not still:
+                    break
+                present = [t for t in trials if _label(t) == "default" or t in still]
+            turn = rnd % len(present) if present else 0
+            for trial in present[turn:] + present[:turn]:
+                done = finished_slots(self.log.trial(trial.id))
+                missing = [w for w in self.workloads if (workload_name(w), rnd) not in done]
                 if missing:
-                    yield Visit(trial, self.slots(rep, missing))
-        for trial in trials:
+                    yield Visit(trial, self.slots(rnd, missing))
+        for trial in self.log.trials():
             self.log.finish(trial)
+
+    def _open(self, trials: Sequence[Trial]) -> list[Trial]:
+        """The sequential labels' trials whose judgement is not decided yet."""
+        results = analyse(trials, self.log.objective, self.rules, self._n_workloads, final=False)
+        return [
+            t
+            for t in trials
+            if _label(t) in SEQUENTIAL_LABELS
+            and _label(t) in results
+            and results[_label(t)].judgement is None
+        ]
+
+    @property
+    def _n_workloads(self) -> int:
+        return len(self.workloads)
 
 
 # ---- reading verifications back ------------------------------------------------------------
+def _label(trial: Trial) -> str | None:
+    return (trial.info or {}).get("label")
+
+
+def round_values(
+    trials: Sequence[Trial], value_of: Any, n_workloads: int
+) -> dict[str, dict[int, float]]:
+    """Each label's value per round (workloads combined; a round with a failed workload, or
+    one lacking the metric, is left out); `value_of(metrics)` reads a run's value."""
+    values: dict[str, dict[int, float]] = {}
+    for trial in trials:
+        label = _label(trial)
+        if label is None:
+            continue
+        by_round: dict[int, list[float]] = {}
+        for run in trial.runs:
+            value = value_of(run.metrics) if run.status == RunStatus.OK else None
+            if value is not None:
+                by_round.setdefault(run.repetition, []).append(value)
+        values[label] = {
+            r: combine_workloads(v) for r, v in by_round.items() if len(v) == n_workloads
+        }
+    return values
+
+
+def _metric_reader(metric: str) -> Any:
+    def read(metrics: Mapping[str, Any]) -> float | None:
+        value = metrics.get(metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if math.isfinite(value) else None
+
+    return read
+
+
+@dataclass(frozen=True)
+class _Open:
+    """A label's comparison while the verification still runs (judgement None: go on)."""
+
+    gain: Gain
+    checks: tuple[GuardrailCheck, ...]
+    judgement: Judgement | None
+    why: str
+
+
+def analyse(
+    trials: Sequence[Trial],
+    objective: Objective,
+    rules: VerifyRules,
+    n_workloads: int,
+    final: bool,
+) -> dict[str, _Open]:
+    """Every non-default label's paired gain, guardrail checks and judgement."""
+    values = round_values(trials, objective.value, n_workloads)
+    default = values.pop("default", {})
+    guard_values = {
+        g.metric: round_values(trials, _metric_reader(g.metric), n_workloads)
+        for g in objective.guardrails
+    }
+    out: dict[str, _Open] = {}
+    for label, mine in values.items():
+        if not mine or not set(mine) & set(default):
+            continue
+        found = paired_gain(
+            objective.metric, objective.direction, default, mine, rules.confidence, label
+        )
+        checks = tuple(
+            _check(g, guard_values[g.metric], label, rules.confidence) for g in objective.guardrails
+        )
+        judgement, why = judge(found, checks, rules, final)
+        out[label] = _Open(found, checks, judgement, why)
+    return out
+
+
+def _check(
+    guardrail: Guardrail, values: Mapping[str, Mapping[int, float]], label: str, confidence: float
+) -> GuardrailCheck:
+    base, mine = values.get("default", {}), values.get(label, {})
+    pairs = [(base[r], mine[r]) for r in sorted(set(base) & set(mine))]
+    if not pairs:
+        return GuardrailCheck(guardrail, None)
+    maximise = guardrail.direction == Direction.MAX
+    return GuardrailCheck(guardrail, paired_ratio(pairs, confidence, maximise))
+
+
+class Advice(StrEnum):
+    """What to do with a recommendation."""
+
+    APPLY = "apply it"  # better beyond the noise, every guardrail held
+    KEEP_DEFAULT = "keep the default"  # verified: worse, or within the equivalence margin
+    TRADE_OFF = "trade-off"  # better on the objective, a guardrail broken: the user decides
+    UNDECIDED = "undecided"  # the rounds allowed did not decide: keep the default meanwhile
+    MEASURE_MORE = "measure more"  # not re-measured: one noisy run may have put it first
+
+
+@dataclass
+class Verification:
+    """A verification read back: its configs by label, each compared config's `LabelResult`,
+    the rules it ran under, and the config to recommend (`recommended`)."""
+
+    campaign: Campaign
+    tuned: Campaign
+    objective: Objective
+    rules: VerifyRules
+    configs: dict[str, Config]
+    results: dict[str, LabelResult] = field(default_factory=dict)
+    rounds: int = 0
+
+    @classmethod
+    def of(
+        cls, store: Store, tuned: Campaign, objective: Objective | None = None
+    ) -> Verification | None:
+        """The latest verification of `tuned` (None: never verified); judged on its own
+        objective, or on `objective` (one metric of a scalarised pair, say)."""
+        campaign = latest_verification(store, tuned)
+        if campaign is None:
+            return None
+        return cls.read(store, campaign, tuned, objective)
+
+    @classmethod
+    def read(
+        cls,
+        store: Store,
+        campaign: Campaign,
+        tuned: Campaign | None = None,
+        objective: Objective | None = None,
+    ) -> Verification:
+        trials = store.trials(campaign.id)
+        objective = objective or Objective.from_dict(campaign.objective)
+        rules = VerifyRules.from_settings(campaign.settings)
+        n_workloads = len(campaign.workload.get("workloads", [])) or 1
+        finished = campaign.status != "running"
+        found = analyse(trials, objective, rules, n_workloads, final=finished)
+        results = {}
+        for label, item in found.items():
+            judgement = item.judgement
+            why = item.why
+            if judgement is None:  # still running (or stopped early): open is undecided
+                judgement, why = judge(item.gain, item.checks, rules, final=True)
+                judgement = judgement or Judgement.UNDECIDED
+            results[label] = LabelResult(label, item.gain, item.checks, judgement, why)
+        configs = {label: dict(t.config) for t in trials if (label := _label(t)) is not None}
+        rounds = 1 + max((r.repetition for t in trials for r in t.runs), default=-1)
+        return cls(campaign, tuned or campaign, objective, rules, configs, results, rounds)
+
+    @property
+    def gains(self) -> dict[str, Gain]:
+        return {label: r.gain for label, r in self.results.items()}
+
+    def recommended(self) -> tuple[str, Advice, str]:
+        """Which label to apply (``default`` when none), the advice, and the verified numbers
+        that say so, in words."""
+        for label in SEQUENTIAL_LABELS:
+            result = self.results.get(label)
+            if result is not None and result.judgement == Judgement.BETTER:
+                guards = "; ".join(c.text() for c in result.guardrails)
+                held = f"; guardrails held: {guards}" if guards else ""
+                return (
+                    label,
+                    Advice.APPLY,
+                    (
+                        f"the {_name(label)} config re-measured {result.gain.ratio_text()} of the "
+                        f"default's {self.objective.metric}{held}"
+                    ),
+                )
+        best = self.results.get("best")
+        if best is None:
+            return (
+                "default",
+                Advice.MEASURE_MORE,
+                (
+                    f"the verification {self.campaign.name} has no round with both the default "
+                    "and the best config measured"
+                ),
+            )
+        g = best.gain
+        if not g.known:
+            return "default", Advice.MEASURE_MORE, (
+                f"a run measured {g.metric} at 0 or less, so no ratio to the default exists; "
+                "compare the runs themselves"
+            )
+        span = f"{g.ratio_low:.3g}x-{g.ratio_high:.3g}x"
+        if best.judgement == Judgement.TRADE_OFF:
+            broken = "; ".join(
+                c.text() for c in best.guardrails if c.status == GuardrailStatus.BROKEN
+            )
+            return (
+                "default",
+                Advice.TRADE_OFF,
+                (
+                    f"the best config found re-measured {g.ratio_text()} on {g.metric}, but "
+                    f"{broken}: apply it only if that is worth it"
+                ),
+            )
+        if best.judgement == Judgement.EQUIVALENT:
+            return (
+                "default",
+                Advice.KEEP_DEFAULT,
+                (
+                    f"the best config found re-measured {span} of it on {g.metric}, within "
+                    f"±{self.rules.equivalence:.0%}: no gain worth a change"
+                ),
+            )
+        if best.judgement == Judgement.WORSE:
+            return (
+                "default",
+                Advice.KEEP_DEFAULT,
+                (f"the best config found re-measured {g.ratio_text()} of it on {g.metric}: worse"),
+            )
+        return (
+            "default",
+            Advice.UNDECIDED,
+            (
+                f"keep the default meanwhile: the best config found re-measured {span} of it on "
+                f"{g.metric} in {g.rounds} rounds, not decided: {best.why}; continue with "
+                f"`stortune resume {self.campaign.name} --budget {self._more_rounds(best)}`"
+            ),
+        )
+
+    def _more_rounds(self, result: LabelResult) -> int:
+        needed = rounds_needed(result.gain, self.rules) or self.rules.max_rounds
+        return self.rounds + needed
+
+    def recommended_config(self) -> tuple[Config, str]:
+        label, _, _ = self.recommended()
+        if label == "default":
+            return self.configs["default"], (
+                f"the default: no config found was verified better in {self.campaign.name}"
+            )
+        return self.configs[label], f"{label} config, verified in {self.campaign.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        label, advice, why = self.recommended()
+        return {
+            "campaign": self.campaign.name,
+            "rounds": self.rounds,
+            "rules": asdict(self.rules),
+            "recommended": label,
+            "advice": str(advice),
+            "why": why,
+            "results": {k: r.to_dict() for k, r in self.results.items()},
+        }
+
+
+def _name(label: str) -> str:
+    return "best safe" if label == SAFE_LABEL else label
+
+
 def verify_names(name: str) -> Iterator[str]:
     """NAME-verify, NAME-verify-2, ...: a resumed campaign is verified again."""
     yield name + SUFFIX
@@ -202,43 +713,15 @@ def latest_verification(store: Store, tuned: Campaign) -> Campaign | None:
     return None
 
 
-def label_values(
-    store: Store, verification: Campaign, objective: Objective | None = None
-) -> dict[str, list[float]]:
-    """Each label's objective value (the verification's own, or `objective`) per repetition
-    (workloads combined; a repetition with a failed workload is left out)."""
-    objective = objective or Objective.from_dict(verification.objective)
-    n_workloads = len(verification.workload.get("workloads", [])) or 1
-    values: dict[str, list[float]] = {}
-    for trial in store.trials(verification.id):
-        label = (trial.info or {}).get("label")
-        if label is None:
-            continue
-        by_rep: dict[int, list[float]] = {}
-        for run in trial.runs:
-            value = objective.value(run.metrics) if run.status == RunStatus.OK else None
-            if value is not None:
-                by_rep.setdefault(run.repetition, []).append(value)
-        values[label] = [combine_workloads(v) for v in by_rep.values() if len(v) == n_workloads]
-    return values
-
-
 def stored_gains(
     store: Store, tuned: Campaign, objective: Objective | None = None
 ) -> dict[str, Gain]:
-    """Each re-measured config's gain over the default in the latest verification (best and
-    any config compared with), for the labels measured successfully. The gain is on the
+    """Each re-measured config's paired gain over the default in the latest verification
+    (best and any config compared with), for the labels measured successfully; on the
     campaign's objective, or on `objective` (one metric of a scalarised pair, say: the same
     runs say how throughput and IOPS moved separately)."""
-    campaign = latest_verification(store, tuned)
-    if campaign is None:
-        return {}
-    objective = objective or Objective.from_dict(campaign.objective)
-    values = label_values(store, campaign, objective)
-    default = values.pop("default", [])
-    if not default:
-        return {}
-    return gains_over(objective.metric, objective.direction, default, values)
+    verification = Verification.of(store, tuned, objective)
+    return {} if verification is None else verification.gains
 
 
 def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
@@ -246,31 +729,13 @@ def stored_gain(store: Store, tuned: Campaign) -> Gain | None:
     return stored_gains(store, tuned).get("best")
 
 
-SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
-
-
 def recommended_config(store: Store, tuned: Campaign) -> tuple[Config, str]:
-    """What to recommend from a campaign, and why. Verified: the best config when it beat the
-    default beyond the noise (the interval of its gain excludes none), else the best safe one
-    when that did, else the default ("within noise: keep the default"). Not verified: the
-    campaign's best trial."""
-    verification = latest_verification(store, tuned)
-    if verification is not None:
-        labelled = {
-            (t.info or {}).get("label"): dict(t.config) for t in store.trials(verification.id)
-        }
-        gains = stored_gains(store, tuned)
-        for label in ("best", SAFE_LABEL):
-            gain = gains.get(label)
-            if gain is not None and gain.ci_low > 0 and label in labelled:
-                return labelled[label], f"{label} config, verified in {verification.name}"
-        if "best" in gains and "default" in labelled:
-            return labelled["default"], (
-                f"the default: the best config found was within noise of it, verified in "
-                f"{verification.name}"
-            )
-        if "best" in labelled:
-            return labelled["best"], f"verified in {verification.name} (its gain is unknown)"
+    """What to recommend from a campaign, and why: verified, the config
+    `Verification.recommended` picks (the default unless one was verified better with its
+    guardrails held); not verified, the campaign's best trial."""
+    verification = Verification.of(store, tuned)
+    if verification is not None and "default" in verification.configs:
+        return verification.recommended_config()
     trials = [t for t in store.trials(tuned.id) if not is_reference(t)]
     best = campaign_best(tuned, trials)
     if best is None:

@@ -25,7 +25,14 @@ from stortune.measure.objective import Objective, pareto_front
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.tuning import TunePlan, TuneSettings
-from stortune.measure.verify import SAFE_LABEL, Gain, in_loop_gain, latest_verification
+from stortune.measure.verify import (
+    SAFE_LABEL,
+    Gain,
+    Verification,
+    VerifyRules,
+    in_loop_gain,
+    latest_verification,
+)
 from stortune.space import Config, Space
 from stortune.space.risk import Risk, risks_of, safe_space
 from stortune.store import Campaign, Store
@@ -54,7 +61,8 @@ class TuneJob:
     name: str | None = None
     kind: CampaignKind = CampaignKind.TUNE
     rank: RankOptions | None = None
-    verify: int = 0  # repetitions of each config when re-measuring (0: skip)
+    verify: int = 0  # the fewest rounds of the verification (0: skip it)
+    verify_max: int | None = None  # the most rounds (None: `VerifyRules.of`'s default)
     compare: dict[str, Config] = field(default_factory=dict)
     agent: Path | None = None  # ddpg: continue from this saved agent and save it back
     allow_risk: bool = False  # search values that can lose data on a crash too
@@ -69,11 +77,16 @@ class TuneResult:
     outcome: Outcome
     ranking: Ranking | None = None
     widened: dict[str, list[float]] = field(default_factory=dict)
-    gains: dict[str, Gain] = field(default_factory=dict)  # "best" first, then compared labels
+    verification: Verification | None = None
     pareto: list[dict[str, Any]] = field(default_factory=list)
     objective: Objective | None = None
     in_loop: Gain | None = None  # the best config's gain as the tuning runs measured it
     risks: list[Risk] = field(default_factory=list)  # what the best config risks
+
+    @property
+    def gains(self) -> dict[str, Gain]:
+        """Each verified label's gain over the default: "best" first, then compared labels."""
+        return {} if self.verification is None else self.verification.gains
 
     @property
     def gain(self) -> Gain | None:
@@ -91,6 +104,8 @@ class TuneResult:
         if self.gain is not None:
             out["gain"] = self.gain.to_dict()
         out["compared"] = {k: g.to_dict() for k, g in self.gains.items() if k != "best"}
+        if self.verification is not None:
+            out["verification"] = self.verification.to_dict()
         if self.objective is not None and self.objective.scalarizer is not None:
             out["scalarizer"] = self.objective.scalarizer.to_dict()
             out["pareto"] = self.pareto
@@ -130,8 +145,9 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     if result.outcome.best_config is not None:
         result.risks = risks_of(job.space, result.outcome.best_config)
     if job.verify > 0:
-        result.gains = _verify(
-            store, measuring, job.space, job.target, job.compare, job.verify, reporter
+        rules = VerifyRules.of(job.verify, job.verify_max, confidence=job.settings.confidence)
+        result.verification = _verify(
+            store, measuring, job.space, job.target, job.compare, rules, reporter
         )
     return result
 
@@ -145,6 +161,7 @@ def resume_tuning(
     space: Space | None = None,
     compare: Mapping[str, Config] | None = None,
     verify_repetitions: int = 0,
+    verify_max: int | None = None,
     agent: Path | None = None,
     reporter: Reporter | None = None,
 ) -> TuneResult:
@@ -166,8 +183,9 @@ def resume_tuning(
         previous = latest_verification(store, campaign)
         whole = space or (space_of(previous) if previous is not None else measuring.plan.space)
         target = make_target(campaign.target, whole)  # the tuned one knows only its (pinned) space
-        result.gains = _verify(
-            store, measuring, whole, target, dict(compare or {}), verify_repetitions, reporter
+        rules = VerifyRules.of(verify_repetitions, verify_max)
+        result.verification = _verify(
+            store, measuring, whole, target, dict(compare or {}), rules, reporter
         )
     return result
 
@@ -222,13 +240,13 @@ def _verify(
     space: Space,
     target: Target,
     compare: Mapping[str, Config],
-    repetitions: int,
+    rules: VerifyRules,
     reporter: Reporter,
-) -> dict[str, Gain]:
+) -> Verification | None:
     trials = store.trials(measuring.campaign.id)
     best = campaign_best(measuring.campaign, trials)
     if best is None:
-        return {}
+        return None
     configs = {"default": space.default_config(), "best": dict(best.config)}
     if risks_of(space, best.config):  # what the risk buys: the best safe config beside it
         # (with racing, the last safe incumbent: the safe config the risky one had to beat)
@@ -238,7 +256,7 @@ def _verify(
         if safe is not None:
             configs[SAFE_LABEL] = dict(safe.config)
     configs.update(compare)
-    return verify(store, measuring.campaign, target, configs, repetitions, space, reporter)
+    return verify(store, measuring.campaign, target, configs, rules, space, reporter)
 
 
 def pareto_rows(store: Store, campaign: Campaign, objective: Objective) -> list[dict[str, Any]]:

@@ -1,12 +1,12 @@
-"""Verification: default, best and compared configs re-measured interleaved, and each gain
-over the default with its confidence interval (`measure.verify`)."""
+"""Verification: default, best and compared configs re-measured in rounds until each verdict
+is decided, read back as one `Verification` (`measure.verify`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.verify import Gain, new_verification, stored_gains
+from stortune.measure.verify import Verification, VerifyRules, new_verification
 from stortune.space import Config, Space
 from stortune.store import Campaign, Store
 from stortune.targets.base import Target
@@ -18,15 +18,15 @@ def verify(
     tuned: Campaign,
     target: Target,
     configs: Mapping[str, Config],
-    repetitions: int,
+    rules: VerifyRules,
     space: Space,
     reporter: Reporter | None = None,
-) -> dict[str, Gain]:
+) -> Verification:
     """Re-measure `configs` ({"default": ..., "best": ..., other labels ...}) as a new
-    verification campaign of `tuned` (resumable like any campaign) and return each label's
-    gain over the default: best's, and those of the compared configs that ran."""
+    verification campaign of `tuned` (resumable like any campaign) under `rules`, and read it
+    back: each label's paired gain over the default, guardrails and judgement."""
     reporter = reporter or Silent()
-    campaign = new_verification(store, tuned, target.describe(), configs, repetitions, space)
+    campaign = new_verification(store, tuned, target.describe(), configs, rules, space)
     measuring = open_campaign(store, campaign.name, target=target)
     run_measuring(measuring, reporter, f"re-measuring {', '.join(configs)}")
-    return stored_gains(store, tuned)
+    return Verification.read(store, store.campaign(campaign.name), tuned)
