@@ -103,6 +103,13 @@ def no_disturbance_checks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def no_raw_bandwidth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """localfs targets skip measuring their device's raw bandwidth (about 9 s per target, each
+    test's state folder being new); tests/test_device_accounting.py turns it on."""
+    monkeypatch.setenv("STORTUNE_RAW_BANDWIDTH", "0")
+
+
+@pytest.fixture(autouse=True)
 def private_store(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
@@ -210,6 +217,7 @@ def tune(
     rules: Any = None,
     verify: int = 0,
     on_event: Any = None,
+    guardrails: Any = (),
     **settings: Any,
 ) -> Any:
     """A tuning campaign through the workflow every command uses (`workflows.tune`);
@@ -224,7 +232,7 @@ def tune(
         space=space,
         target=target,
         workloads=list(workloads) if workloads is not None else [None],
-        objective=Objective.of(texts),
+        objective=Objective.of(texts).with_guardrails(guardrails),
         settings=TuneSettings(**settings),
         rules=rules or RunRules(),
         tuner=tuner,

@@ -138,7 +138,7 @@ def test_an_equal_config_is_verified_equivalent_and_the_default_kept(
     found = verification(store, tmp_path, 4, VerifyRules.of(5, 200, equivalence=0.1), 1.0)
     result = found.results["best"]
     assert result.judgement == Judgement.EQUIVALENT
-    assert 0.9 <= result.gain.ratio_low and result.gain.ratio_high <= 1.1
+    assert result.gain.ratio_low >= 0.9 and result.gain.ratio_high <= 1.1
     label, advice, why = found.recommended()
     assert (label, advice) == ("default", Advice.KEEP_DEFAULT)
     assert "within ±10%" in why
@@ -194,3 +194,39 @@ def test_paired_gain_uses_only_rounds_both_sides_have() -> None:
     lower = paired_gain("lat", "min", {0: 10.0, 1: 20.0}, {0: 5.0, 1: 10.0})
     assert lower.ratio == pytest.approx(2.0)  # halving a latency doubles the oriented ratio
     assert math.isfinite(lower.half_width)
+
+
+STEADY = textwrap.dedent(
+    """\
+    import json, sys
+    x = int(sys.argv[1])
+    ops, guard = {0: (100.0, 50.0), 1: (150.0, 25.0), 2: (120.0, 50.0)}[x]
+    print(json.dumps({"ops": ops, "guard": guard}))
+    """
+)
+
+
+def test_racing_never_crowns_a_config_that_breaks_a_guardrail(
+    store: Store, tmp_path: Path
+) -> None:
+    """x=1 wins the objective by 1.5x but halves the guardrail: its race is won on `ops`, yet
+    it never becomes the incumbent, so the campaign's best is x=2 (1.2x, guardrail held)."""
+    from conftest import tune
+
+    script = tmp_path / "steady.py"
+    script.write_text(STEADY)
+    space = parse_space(
+        "name: three\nparameters:\n  x: {type: categorical, values: [0, 1, 2], default: 0}\n"
+    )
+    target = CommandTarget(command=[sys.executable, str(script), "{x}"])
+    result = tune(
+        store, "g", space, target, "ops", tuner="random", budget=10, repetitions=3,
+        intensify=True, baseline=True, guardrails=(Guardrail("guard", tolerance=0.1),),
+    )  # fmt: skip
+    races = {}
+    for t in store.trials(store.campaign("g").id):
+        races.setdefault(t.config["x"], []).append(t.info["race"])
+    assert set(races) == {0, 1, 2}
+    assert all(race["verdict"] == "breaks guardrail" for race in races[1])
+    assert races[1][0]["guardrails"]["guard"] == pytest.approx(math.log(0.5))
+    assert result.outcome.best_config == {"x": 2}

@@ -41,6 +41,7 @@ class Verdict(StrEnum):
     WINS = "wins"  # replaces the incumbent
     LOSES = "loses"  # worse beyond the noise
     UNPROVEN = "unproven"  # not shown better within the pairs allowed: the incumbent stays
+    BREAKS_GUARDRAIL = "breaks guardrail"  # won on the objective, a guardrail fell too far
     FAILED = "failed"  # the challenger did not run
     FIRST = "first"  # the first config: incumbent without a race
 

@@ -51,6 +51,14 @@ from stortune.store import Trial
 from stortune.tuners import Tuner
 from stortune.workloads.base import Workload
 
+
+def _metric_value(metric: str) -> Callable[[Mapping[str, Any]], float | None]:
+    """Reads one metric of a run (a guardrail's), as the objective reads its own."""
+    from stortune.measure.objective import Objective
+
+    return Objective(metric).value
+
+
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
 MAX_BUDGET = 100_000  # evaluations: more is a typo, and a campaign that could never finish
@@ -329,6 +337,8 @@ class TunePlan(Plan):
             self.races.append(pairs)
             self.incumbent = self.log.trial(incumbent.id)
             self.log.finish(self.incumbent)  # its new runs count
+            if verdict == Verdict.WINS and self._broken_guardrails(trial, self.incumbent):
+                verdict = Verdict.BREAKS_GUARDRAIL
         summary = self._finish_race(trial, source, verdict, incumbent, pairs)
         if verdict in (Verdict.FIRST, Verdict.WINS):
             self.incumbent = self.log.trial(trial.id)
@@ -348,10 +358,37 @@ class TunePlan(Plan):
         race: dict[str, Any] = {"verdict": str(verdict), "pairs": len(pairs)}
         if incumbent is not None:
             race["against"] = incumbent.seq
+        if self.log.objective.guardrails and verdict != Verdict.FAILED:
+            race["guardrails"] = self._guardrail_logs(trial, incumbent)
         if pairs:
             race["mean_log_ratio"] = sum(pairs) / len(pairs)
         self.log.update_trial_info(trial, {"race": race})
         return self.log.finish(trial)
+
+    # ---- guardrails: constraints beside the objective ------------------------------------------
+    def _guardrail_logs(self, trial: Trial, incumbent: Trial | None) -> dict[str, float]:
+        """Each guardrail metric's log-ratio (above 0 = better) of `trial` to the first
+        incumbent (the default, with a baseline): its race's paired log-ratio to `incumbent`
+        added to the one the incumbent carries. The first incumbent carries 0."""
+        if incumbent is None:
+            return {g.metric: 0.0 for g in self.log.objective.guardrails}
+        carried = ((incumbent.info or {}).get("race") or {}).get("guardrails") or {}
+        out = {}
+        for g in self.log.objective.guardrails:
+            logs = self._pairs(trial, _metric_value(g.metric), g.direction == Direction.MAX)
+            if logs:
+                out[g.metric] = sum(logs) / len(logs) + float(carried.get(g.metric, 0.0))
+        return out
+
+    def _broken_guardrails(self, trial: Trial, incumbent: Trial) -> list[str]:
+        """The guardrails a race winner fell below the floor of (a constraint: such a config
+        does not become the incumbent, whatever its objective)."""
+        logs = self._guardrail_logs(trial, incumbent)
+        return [
+            g.metric
+            for g in self.log.objective.guardrails
+            if g.metric in logs and logs[g.metric] < math.log(g.floor)
+        ]
 
     def _step_runs(self, trial: Trial, step: int) -> list:
         """The runs of one race step of `trial`'s race (its own and the incumbent's)."""
@@ -363,10 +400,14 @@ class TunePlan(Plan):
                     runs.append((other.id == trial.id, run))
         return runs
 
-    def _value(self, runs: list) -> float | None:
+    def _value(
+        self, runs: list, read: Callable[[Mapping[str, Any]], float | None] | None = None
+    ) -> float | None:
+        """The runs' value (workloads combined): the objective's, or what `read` reads."""
         from stortune.measure.objective import combine_workloads
 
-        values = [self.log.objective.value(r.metrics) for r in runs if r.status == RunStatus.OK]
+        read = read or self.log.objective.value
+        values = [read(r.metrics) for r in runs if r.status == RunStatus.OK]
         values = [v for v in values if v is not None]
         return combine_workloads(values) if len(values) == len(self.workloads) else None
 
@@ -394,9 +435,16 @@ class TunePlan(Plan):
     def _incumbent_ran(self, trial: Trial, step: int) -> bool:
         return any(not own for own, _ in self._step_runs(trial, step))
 
-    def _pairs(self, trial: Trial) -> list[float]:
-        """Log-ratios of the race's complete steps, positive when the challenger was better."""
-        maximise = self.log.objective.direction == Direction.MAX
+    def _pairs(
+        self,
+        trial: Trial,
+        read: Callable[[Mapping[str, Any]], float | None] | None = None,
+        maximise: bool | None = None,
+    ) -> list[float]:
+        """Log-ratios of the race's complete steps, positive when the challenger was better
+        (on the objective, or on what `read` reads, better as `maximise` says)."""
+        if maximise is None:
+            maximise = self.log.objective.direction == Direction.MAX
         by_step: dict[int, dict[bool, list]] = {}
         for other in self.log.trials():
             for run in other.runs:
@@ -407,7 +455,7 @@ class TunePlan(Plan):
         out = []
         for step in sorted(by_step):
             mine, theirs = by_step[step].get(True, []), by_step[step].get(False, [])
-            c, i = self._value(mine), self._value(theirs)
+            c, i = self._value(mine, read), self._value(theirs, read)
             if c is not None and i is not None:
                 d = log_ratio(c, i, maximise)
                 if d is not None:
