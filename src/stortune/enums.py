@@ -76,3 +76,10 @@ class StopReason(StrEnum):
     BUDGET = "budget"  # the plan is complete (every evaluation or slot measured)
     TIME = "time"  # the time budget was spent
     BUSY = "busy"  # the machine stayed busy past the wait limit
+
+
+class StartState(StrEnum):
+    """The state a workload's timed part starts from, as its job file declares it."""
+
+    COLD = "cold"  # files laid out before the timed part, the page cache dropped
+    WARM = "warm"  # the job measures from memory on purpose: the page cache is kept

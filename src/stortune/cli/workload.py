@@ -61,9 +61,16 @@ def register(app: typer.Typer) -> None:
         "check",
         help=(
             "Check a fio job file the way a campaign will use it: its placeholders, its "
-            "runtime, and fio's own parse (`fio --parse-only`). Nothing is formatted or "
-            f"written.\n\nPlaceholders: {PLACEHOLDER_HELP}. Every file a job names must lie "
-            "under ${DIR}.\n\nExample: stortune workload check my.fio --runtime 10"
+            "runtime, its declarations and fio's own parse (`fio --parse-only`). Nothing is "
+            f"formatted or written.\n\nPlaceholders: {PLACEHOLDER_HELP}. Every file a job names "
+            "must lie under ${DIR}.\n\nDeclarations, in comment lines fio ignores: "
+            "'# stortune objective: METRIC:max|min' (what a campaign without --objective "
+            "optimises), '# stortune guardrail: METRIC:max|min[:SHARE]' (repeatable; a metric "
+            "that may get worse by SHARE at most, 10% unless given), '# stortune start: "
+            "cold|warm' (cold, the default: files laid out and the page cache dropped before "
+            "the timed part; warm: measured from memory on purpose). Metrics are the totals "
+            "(total.iops, read.bw_mbs, sync.lat_p99_ms, ...) and each job's (JOB.write.iops, "
+            "...).\n\nExample: stortune workload check my.fio --runtime 10"
         ),
     )
     def check(
@@ -87,12 +94,14 @@ def register(app: typer.Typer) -> None:
             length = "each run lasts --runtime seconds (runtime=${RUNTIME})"
         else:
             length = "each run lasts as long as the job takes (it sets its own length)"
+        declared = workload.declared
         result = {
             "job": str(job),
             "jobs": jobs,
             "placeholders": placeholders,
             "runtime": length,
             "size_bytes": workload.size_bytes if "SIZE" in placeholders else None,
+            "declared": declared.to_dict(),
         }
         if json_out:
             print_json(result)
@@ -102,6 +111,14 @@ def register(app: typer.Typer) -> None:
         used = ", ".join("${" + p + "}" for p in placeholders) or "none"
         console.print(f"  placeholders: {used}", highlight=False)
         console.print(f"  {length}", highlight=False, markup=False)
+        if declared.empty:
+            console.print(
+                "  declares no objective or guardrail (# stortune objective: METRIC:max|min)",
+                highlight=False,
+                markup=False,
+            )
+        for line in declared.lines():
+            console.print(f"  declares {line}", highlight=False, markup=False)
 
 
 def template_summary(name: str) -> str:
@@ -109,7 +126,7 @@ def template_summary(name: str) -> str:
     lines = []
     for line in template_text(name).splitlines():
         text = line.lstrip("#").strip()
-        if not line.startswith("#") or not text:
+        if not line.startswith("#") or not text or text.startswith("stortune "):
             break
         lines.append(text)
     first = " ".join(lines).split(": ", 1)[-1]

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from stortune.enums import RunStatus
 from stortune.errors import ConfigError
+from stortune.workloads.declared import Declarations
 
 
 @dataclass
@@ -123,6 +124,12 @@ class Workload(ABC):
     def expected_seconds(self) -> float | None:
         """How long one run lasts, about (None: unknown); plans use it to fit a time budget."""
         return None
+
+    @property
+    def declared(self) -> Declarations:
+        """The objective, guardrails and start state the workload declares (a job file's
+        ``# stortune ...`` lines); none by default, starting cold."""
+        return Declarations()
 
     def metric_names(self) -> frozenset[str] | None:
         """The metric names a run can report, besides the target's own (``sys.*``); None when

@@ -9,7 +9,9 @@ A user's job file is checked when it is read, before any target is touched: its 
 then fio's own parser (``fio --parse-only``). Its length: ``runtime=${RUNTIME}`` lets
 ``--runtime`` set it; a file without any runtime line gets ``time_based`` and the runtime asked
 for in its ``[global]`` section when ``--runtime`` is given (else it runs as written); a file that
-fixes its own ``runtime=`` refuses ``--runtime`` rather than ignore it.
+fixes its own ``runtime=`` refuses ``--runtime`` rather than ignore it. Comment lines
+``# stortune objective|guardrail|start: ...`` declare what the job is judged on and how its
+timed part starts (`workloads.declared`); a malformed one is refused with its line.
 
 fio runs with an argv list (never a shell), in its own process group (killed as a whole on
 timeout), through a tiny launcher that makes the kernel kill fio when its parent dies (no orphan
@@ -32,11 +34,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from stortune.enums import StartState
 from stortune.errors import ConfigError, TargetError
 from stortune.measure.sysmetrics import SystemSampler
 from stortune.targets.syscmd import kill_group
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
+from stortune.workloads.declared import Declarations, parse_declarations
 
 TEMPLATES = (
     "fileserver",
@@ -143,6 +147,7 @@ class FioWorkload(Workload):
             except OSError as exc:
                 raise ConfigError(f"fio job file {job}: {exc.strerror}") from None
             self.job, self.template = str(path.resolve()), None
+            self._declared = parse_declarations(text, job)  # lines as the user wrote them
             written = text
             text = _with_runtime(text, job, runtime_given)
             self.runtime_added = text != written
@@ -151,6 +156,10 @@ class FioWorkload(Workload):
             raise ConfigError(
                 f"unknown fio template {job!r} (templates: {', '.join(TEMPLATES)}; "
                 "or give a path to a .fio job file)"
+            )
+        if not from_file:
+            self._declared = parse_declarations(
+                text, f"{self.template}.fio" if self.template else job
             )
         self.text = text
         self.name = name or (self.template or Path(self.job).stem)
@@ -237,6 +246,11 @@ class FioWorkload(Workload):
         _check_paths(text, directory, self.name)
         return text
 
+    @property
+    def declared(self) -> Declarations:
+        """The job text's ``# stortune ...`` lines."""
+        return self._declared
+
     def metric_names(self) -> frozenset[str]:
         """The totals, each job's and each stonewall group's metrics (`parse_fio_output`),
         from the job text's sections."""
@@ -284,14 +298,15 @@ class FioWorkload(Workload):
 
     def run(self, venue: Venue, timeout: float | None = None) -> Measurement:
         """Lay out the file set in the venue's directory, let the target settle (drop the page
-        cache), then measure."""
+        cache; not for a job that declares a warm start), then measure."""
         if venue.directory is None:
             raise TargetError(f"fio job {self.name} needs a directory to run in")
         try:
             self.prepare(venue.directory, timeout, venue.cgroup)
         except TargetError as exc:
             return Measurement.failed(str(exc))
-        venue.before_measure()
+        if self.declared.start is StartState.COLD:
+            venue.before_measure()
         return self.measure(
             venue.directory,
             timeout,

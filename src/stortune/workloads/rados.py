@@ -164,6 +164,12 @@ class RadosWorkload(Workload):
             raise ConfigError(f"rados workload: unknown setting(s) {', '.join(unknown)}")
         return cls(**{k: spec[k] for k in known if k in spec})
 
+    def metric_names(self) -> frozenset[str]:
+        """What `summarize` reports, and the prefill's bandwidth for reads (module doc); the
+        target's samplers add their own (``ceph.*``)."""
+        names = {"ops", "runtime_s", "bw_mbs", "iops", "lat_mean_ms", "lat_max_ms", "lat_min_ms"}
+        return frozenset(names | ({"prefill_bw_mbs"} if self.mode != "write" else set()))
+
     def default_timeout(self) -> float:
         """Generous: prefill and measured phase, plus time to start and clean up."""
         return (self.prefill + self.duration) * 1.5 + 120.0
