@@ -61,11 +61,13 @@ from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
 from stortune.measure.verify import (
-    gains_over,
+    Verification,
+    VerifyRules,
     in_loop_gain,
-    label_values,
     latest_verification,
     new_verification,
+    paired_gain,
+    round_values,
 )
 from stortune.space import Config, Space, load_space
 from stortune.space.risk import risks_of, safe_space
@@ -76,6 +78,7 @@ from stortune.tuners.topk import pin, with_parents
 from stortune.workflows.rank import sample_space
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.tune import TuneJob, resume_tuning, start_tuning
+from stortune.workloads.declared import objective_for
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "stack-gains.json"
@@ -149,15 +152,19 @@ def runs_of(store: Store, name: str) -> int:
 
 
 # ---- ranking from the sample ------------------------------------------------------------------
-def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int) -> list[str]:
-    """Carver's and Lasso's top parameters for one workload, interleaved (Carver first)."""
+def ranked(
+    store: Store, sample: str, workload: str | None, space: Space, k: int, metric: str | None = None
+) -> list[str]:
+    """Carver's and Lasso's top parameters for one workload, interleaved (Carver first), on
+    `metric` relative to the sample's reference runs (default: the sample's objective)."""
     from dataclasses import replace
 
     from stortune.importance import rank_dataset
     from stortune.sources import load_source
     from stortune.tuners.topk import rankable, top_k
 
-    dataset = load_source(sample, store, workload=workload)
+    named = [f"{metric}_rel"] if metric else None
+    dataset = load_source(sample, store, metrics=named, workload=workload)
     dataset = replace(dataset, params=rankable(space, dataset.params))
     carver = top_k(rank_dataset(dataset, "carver", dataset.metrics[0], "top-n", k), k)
     lasso = top_k(rank_dataset(dataset, "lasso", dataset.metrics[0]), k)
@@ -169,14 +176,23 @@ def ranked(store: Store, sample: str, workload: str | None, space: Space, k: int
     return out
 
 
-def sample_best(store: Store, sample: str, workload: str | None, space: Space) -> Config:
-    """The sample's best config for a workload (mean of its runs relative to the reference)
-    among those `space` holds: a sample drawn before a value was found risky can hold it."""
+def sample_best(
+    store: Store,
+    sample: str,
+    workload: str | None,
+    space: Space,
+    objective: Objective | None = None,
+) -> Config:
+    """The sample's best config for a workload (mean of its runs relative to the reference,
+    on `objective`'s metric, else the sample's) among those `space` holds: a sample drawn
+    before a value was found risky can hold it."""
     from stortune.sources import load_source
 
-    data = load_source(sample, store, workload=workload).aggregated()
+    named = [f"{objective.metric}_rel"] if objective else None
+    data = load_source(sample, store, metrics=named, workload=workload).aggregated()
     metric = data.metrics[0]
-    frame = data.frame.dropna(subset=[metric]).sort_values(metric, ascending=False)
+    lowest_first = objective is not None and objective.direction == "min"
+    frame = data.frame.dropna(subset=[metric]).sort_values(metric, ascending=lowest_first)
     for _, row in frame.iterrows():
         raw = {p: row[p] for p in data.params if p in space and str(row[p]) not in ("n/a", "nan")}
         try:
@@ -203,7 +219,7 @@ def tune_campaign(
     repetitions: int,
     allow_risk: bool = False,
     seed: int = 0,
-    metric: str = METRIC,
+    objective: Objective | None = None,
 ) -> None:
     if done(store, name):
         return
@@ -221,7 +237,7 @@ def tune_campaign(
         space=space,
         target=target,
         workloads=workloads,
-        objective=Objective(metric),
+        objective=objective or Objective(METRIC),
         settings=settings,
         rules=rules,
         tuner=tuner,
@@ -240,30 +256,42 @@ def verify_all(
     configs: dict[str, Config],
     repetitions: int,
     console: Console,
+    max_rounds: int | None = None,
 ) -> None:
-    """One interleaved re-measurement of every config. The latest one is kept (and finished)
-    when it measured each of them, under any label, as many times; otherwise a new one is
-    made."""
+    """One verification of every distinct config, in paired rounds until each tuner's result
+    is decided (`VerifyRules`). The latest one is kept (and finished) when it measured each of
+    them, under any label, with the same rules; otherwise a new one is made."""
+    unique = distinct(space, configs)
+    sequential = tuple(label for label in unique if label != "default")
+    rules = VerifyRules.of(repetitions, max_rounds, sequential=sequential)
     latest = latest_verification(store, store.campaign(tuned))
     if (
         latest is None
-        or latest.settings.get("repetitions") != repetitions
+        or VerifyRules.from_settings(latest.settings) != rules
         or set(verified_labels(store, latest, space, configs)) != set(configs)
     ):
         latest = new_verification(
-            store, store.campaign(tuned), target.describe(), configs, repetitions, space
+            store, store.campaign(tuned), target.describe(), unique, rules, space
         )
     if not done(store, latest.name):
         run_measuring(open_campaign(store, latest.name, target=target), console, latest.name)
+
+
+def distinct(space: Space, configs: dict[str, Config]) -> dict[str, Config]:
+    """`configs` with each config once, under its first label (a tuner's best can be the
+    sample's best, where it started: one config, measured once)."""
+    out: dict[str, Config] = {}
+    for label, config in configs.items():
+        if all(space.validate(config) != space.validate(c) for c in out.values()):
+            out[label] = config
+    return out
 
 
 def verified_labels(
     store: Store, verification: Campaign, space: Space, configs: dict[str, Config]
 ) -> dict[str, list[str]]:
     """For each label of `configs`, the labels under which `verification` measured that
-    config. A campaign's best can be a config measured under another label (the sample's
-    best, where tuning started), and the same config under several labels is one config: its
-    runs are pooled."""
+    config (a campaign's best can be a config measured under another label)."""
     measured = []
     for trial in store.trials(verification.id):
         try:
@@ -280,7 +308,8 @@ def verified_labels(
 
 
 def pooled(values: dict[str, list[float]], labels: dict[str, list[str]]) -> dict[str, list[float]]:
-    """Each label's re-measurements, over every label that measured its config."""
+    """Each label's re-measurements, over every label that measured its config (the Ceph
+    part's per-workload values)."""
     return {label: [v for m in same for v in values.get(m, [])] for label, same in labels.items()}
 
 
@@ -293,47 +322,57 @@ def rows_for(
     extra_seconds: dict[str, float],
 ) -> list[dict[str, Any]]:
     """Table rows from the verification of `configs`, by the label of the tuning campaign
-    (`campaigns`) that found each."""
+    (`campaigns`) that found each: the paired gain on the workload's primary objective, its
+    judgement, every guardrail's verified ratio and whether the runs reached the device."""
     verification = latest_verification(store, store.campaign(campaigns["best"]))
     assert verification is not None
-    objective = Objective.from_dict(verification.objective)
-    values = pooled(
-        label_values(store, verification),
-        verified_labels(store, verification, space, configs),
-    )
-    default = values.pop("default", [])
-    gains = gains_over(objective.metric, objective.direction, default, values) if default else {}
+    found = Verification.read(store, verification, store.campaign(campaigns["best"]))
+    measured_as = verified_labels(store, verification, space, configs)
     out = []
     for label, campaign in campaigns.items():
-        gain = gains.get(label)
+        alias = (measured_as.get(label) or [label])[0]
+        result = found.results.get(alias)
+        gain = result.gain if result else None
         tuned = store.campaign(campaign)
         config = configs.get(label, {})
         in_loop = in_loop_gain(store, tuned) if label == "best" else None
+        reached = [found.reached.get(k) for k in ("default", alias)]
         row: dict[str, Any] = {
             "workload": workload,
             "tuner": TUNER_NAMES.get(label, label),
             "label": label,
             "risk_allowed": label == "risky",
+            "objective": f"{found.objective.metric}:{found.objective.direction}",
             "evaluations": sum(1 for t in store.trials(tuned.id) if t.seq >= 0),
             "runs": runs_of(store, campaign),
             "seconds": seconds_of(store, campaign) + extra_seconds.get(label, 0.0),
-            "gain": 1 + gain.gain if gain else None,
-            "ci_low": 1 + gain.ci_low if gain else None,
-            "ci_high": 1 + gain.ci_high if gain else None,
+            "gain": gain.ratio if gain else None,
+            "ci_low": gain.ratio_low if gain else None,
+            "ci_high": gain.ratio_high if gain else None,
+            "rounds": gain.rounds if gain else None,
+            "judgement": str(result.judgement) if result else None,
             "default_mean": gain.default_mean if gain else None,
             "mean": gain.best_mean if gain else None,
+            "guardrails": {
+                c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
+                for c in (result.guardrails if result else ())
+            },
+            "guardrail_checks": [c.to_dict() for c in result.guardrails] if result else [],
+            "device_reached": None if None in reached else all(reached),
             "changes": {k: v for k, v in config.items() if space.default_config().get(k) != v},
             "risks": [r.text() for r in risks_of(space, config)],
         }
         if in_loop is not None:
             # the tuner's own gain is over its first incumbent, the sample's best: the
             # verification measured both, so the same ratio re-measured is beside it
-            start = gains.get("sample")
+            start = found.results.get((measured_as.get("sample") or ["sample"])[0])
             row.update(
-                in_loop=1 + in_loop.gain,
-                in_loop_low=1 + in_loop.ci_low,
-                in_loop_high=1 + in_loop.ci_high,
-                verified_over_start=gain.best_mean / start.best_mean if gain and start else None,
+                in_loop=in_loop.ratio,
+                in_loop_low=in_loop.ratio_low,
+                in_loop_high=in_loop.ratio_high,
+                verified_over_start=gain.best_mean / start.gain.best_mean
+                if gain and start
+                else None,
             )
         out.append(row)
     return out
@@ -362,8 +401,10 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
     rows = []
     for w in names:
         workload = [FioWorkload(w, runtime=args.runtime)]
-        top = with_parents(safe, ranked(store, sample, w, safe, args.top_k))
-        best_row = sample_best(store, sample, w, safe)
+        # what the workload exists for (dbfsync: commits per second), its guardrails beside
+        objective = objective_for(workload, None, say=console.note)
+        top = with_parents(safe, ranked(store, sample, w, safe, args.top_k, objective.metric))
+        best_row = sample_best(store, sample, w, safe, objective)
         console.note(f"{w}: top {args.top_k} {top}; sample's best {best_row}")
         # as `stortune tune --rank` does (--hold best): the others held at the sample's best,
         # where the campaign starts, so its first incumbent is that config
@@ -372,7 +413,8 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         risky_free = with_parents(stack, list(dict.fromkeys([*top, *risky_params])))
         risky_focus = pin(stack, risky_free, best_row, best_row)
         common = dict(target=target, workloads=workload, budget=args.budget, rules=rules,
-                      console=console, repetitions=args.pairs, seed=args.seed)  # fmt: skip
+                      console=console, repetitions=args.pairs, seed=args.seed,
+                      objective=objective)  # fmt: skip
         campaigns = {"best": f"{w}-bo", "risky": f"{w}-bo-risk"}
         tune_campaign(store, f"{w}-bo", space=focused, tuner="bo", intensify=True, **common)
         for peer in PEERS:
@@ -389,7 +431,7 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
             if best is not None:
                 configs[label] = stack.validate(full_config(best.config, c))
         configs["sample"] = best_row
-        verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
+        verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console, args.verify_max)
         campaigns["sample"] = sample
         extra = {"best": sample_seconds, "risky": sample_seconds}
         found = rows_for(store, w, stack, campaigns, configs, extra)
@@ -397,8 +439,11 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
             # no safe gain: a much larger search's best, verified beside stortune's result,
             # shows whether one was there to find
             wide = wide_search(store, w, safe, target, rules, console, args, args.sample_runtime)
-            campaigns["wide"], configs["wide"] = wide, sample_best(store, wide, w, safe)
-            verify_all(store, f"{w}-bo", target, stack, configs, args.verify, console)
+            campaigns["wide"] = wide
+            configs["wide"] = sample_best(store, wide, w, safe, objective)
+            verify_all(
+                store, f"{w}-bo", target, stack, configs, args.verify, console, args.verify_max
+            )
             found = rows_for(store, w, stack, campaigns, configs, extra)
         rows += found
         write(rows, args, "local", partial=True)
@@ -439,6 +484,7 @@ def wide_of_recorded(
     recommendation. Its row says whether a safe gain was there to find, and how far stortune's
     result is from it (`best_over_wide`, from the same runs)."""
     from stortune.targets.localfs import LocalFsTarget
+    from stortune.workloads.fio import FioWorkload
 
     stack = load_space("stack")
     safe = safe_space(stack)
@@ -450,21 +496,25 @@ def wide_of_recorded(
         best = next((r for r in recorded if r["workload"] == w and r["label"] == "best"), None)
         if best is None or shows_gain([best]):
             continue
+        objective = objective_for([FioWorkload(w)], None)
         wide = wide_search(store, w, safe, target, rules, console, args, args.runtime)
         configs = {
             "default": stack.default_config(),
             "best": stack.validate({**stack.default_config(), **best["changes"]}),
-            "wide": sample_best(store, wide, w, safe),
+            "wide": sample_best(store, wide, w, safe, objective),
         }
-        verify_all(store, wide, target, stack, configs, args.verify, console)
+        verify_all(store, wide, target, stack, configs, args.verify, console, args.verify_max)
         verification = latest_verification(store, store.campaign(wide))
         assert verification is not None
-        values = pooled(
-            label_values(store, verification),
-            verified_labels(store, verification, stack, configs),
-        )
-        found = gains_over(METRIC, "max", values["default"], {"wide": values["wide"]})["wide"]
-        ours = gains_over(METRIC, "max", values["wide"], {"best": values["best"]})["best"]
+        checked = Verification.read(store, verification)
+        measured_as = verified_labels(store, verification, stack, configs)
+        wide_label, best_label = measured_as["wide"][0], measured_as["best"][0]
+        found = checked.results[wide_label].gain
+        values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
+        ours = paired_gain(
+            checked.objective.metric, checked.objective.direction, values[wide_label],
+            values[best_label], label="best",
+        )  # fmt: skip
         rows.append(
             {
                 "workload": w,
@@ -600,7 +650,7 @@ def ceph(args: argparse.Namespace, store: Store, console: Console) -> list[dict[
     focused = pin(space, top)
     common = dict(target=target, workloads=workloads, budget=args.ceph_budget, rules=rules,
                   console=console, repetitions=args.pairs, seed=args.seed,
-                  metric="bw_mbs")  # fmt: skip
+                  objective=Objective("bw_mbs"))  # fmt: skip
     campaigns = {"best": "ceph-bo"}
     tune_campaign(store, "ceph-bo", space=focused, tuner="bo", intensify=True, **common)
     for peer in PEERS:
@@ -824,11 +874,26 @@ def risk_cell(row: dict[str, Any]) -> str:
     return "risky" if row.get("risks") else "safe"
 
 
+def guardrail_cell(row: dict[str, Any]) -> str:
+    """Each guardrail's verified ratio and whether it held (`!` broken, `?` unclear)."""
+    marks = {"held": "", "broken": " !", "unclear": " ?", "unknown": " -"}
+    return ", ".join(
+        f"{c['guardrail']['metric']} {number((c.get('ratio') or {}).get('ratio'))}x"
+        f"{marks.get(c['status'], '')}"
+        for c in row.get("guardrail_checks") or []
+    )
+
+
+def device_cell(row: dict[str, Any]) -> str:
+    reached = row.get("device_reached")
+    return "-" if reached is None else "yes" if reached else "NO: memory"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| workload | tuner | risk | evals | runs | minutes | default | gain (90% CI) "
-        "| in loop | re-measured | risky values |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | objective | tuner | risk | evals | minutes | default | gain (90% CI) "
+        "| verdict | guardrails | device | in loop | re-measured | risky values |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ci = gain_cell(r)
@@ -843,11 +908,14 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"stortune's {number(r['best_over_wide'])}x "
                 f"({number(r['best_over_wide_low'])}-{number(r['best_over_wide_high'])}) of it"
             )
-        minutes = minutes_cell(r)
+        verdict = r.get("judgement") or "-"
+        if r.get("rounds"):
+            verdict += f" ({r['rounds']} rounds)"
         lines.append(
-            f"| {r['workload']} | {r['tuner']} | {risk_cell(r)} | "
-            f"{r.get('evaluations') or '-'} | {r.get('runs') or '-'} | {minutes} | "
-            f"{number(r.get('default_mean'))} | {ci} | {loop} | {again} | {risky_values(r)} |"
+            f"| {r['workload']} | {r.get('objective', METRIC)} | {r['tuner']} | {risk_cell(r)} "
+            f"| {r.get('evaluations') or '-'} | {minutes_cell(r)} | "
+            f"{number(r.get('default_mean'))} | {ci} | {verdict} | {guardrail_cell(r)} | "
+            f"{device_cell(r)} | {loop} | {again} | {risky_values(r)} |"
         )
     return "\n".join(lines)
 
@@ -871,7 +939,10 @@ def main() -> None:
     )
     parser.add_argument("--runtime", type=float, default=5.0)
     parser.add_argument("--pairs", type=int, default=3, help="race pairs of a challenger")
-    parser.add_argument("--verify", type=int, default=5)
+    parser.add_argument("--verify", type=int, default=5, help="the fewest verification rounds")
+    parser.add_argument(
+        "--verify-max", type=int, default=None, help="the most rounds (default: 4 x --verify)"
+    )
     parser.add_argument("--top-k", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ceph", action="store_true", help="also the Ceph part")

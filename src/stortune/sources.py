@@ -7,6 +7,7 @@ Analyses (ranking, models, tuner benchmarks) should not care whether the runs ca
   (MEASURING.md). A campaign with reference runs gets, for its objective, a ``<metric>_rel``
   column: each run divided by the reference config measured around it. That column comes first,
   so analyses use it unless the user names another metric or asks for raw values (`raw=True`).
+  Naming ``<metric>_rel`` gets any other metric relative to the reference the same way.
 * **One workload at a time.** A sweep over several workloads mixes rows whose metric means
   different things; the caller names the workload to analyse when there is more than one.
   Failed and disturbed runs are left out, and so are metrics the chosen workload never
@@ -43,15 +44,22 @@ class WorkloadChoiceError(DatasetError):
         self.workloads = workloads
 
 
-def campaign_frame(store: Store, campaign: Campaign, include_failed: bool = True) -> pd.DataFrame:
-    """The export table of a campaign (`Store.runs_frame`) plus ``metric.<objective>_rel`` when
-    the campaign measured a reference config (see `stortune.measure.reference`)."""
+def campaign_frame(
+    store: Store,
+    campaign: Campaign,
+    include_failed: bool = True,
+    relative: list[str] | None = None,
+) -> pd.DataFrame:
+    """The export table of a campaign (`Store.runs_frame`) plus ``metric.<objective>_rel`` (and
+    ``_rel`` of each metric in `relative`) when the campaign measured a reference config (see
+    `stortune.measure.reference`)."""
     from stortune.measure.reference import campaign_relative
 
     frame = store.runs_frame(campaign.name, include_failed=include_failed)
-    relative = campaign_relative(store, campaign)
-    if relative and not frame.empty:
-        frame[f"{METRIC_PREFIX}{campaign.metric}{RELATIVE_SUFFIX}"] = frame["run.id"].map(relative)
+    for metric in dict.fromkeys([campaign.metric, *(relative or [])]):
+        values = campaign_relative(store, campaign, metric)
+        if values and not frame.empty:
+            frame[f"{METRIC_PREFIX}{metric}{RELATIVE_SUFFIX}"] = frame["run.id"].map(values)
     return frame
 
 
@@ -73,10 +81,10 @@ def load_source(
         frame = dataset.frame
     else:
         if isinstance(store, Store):
-            frame = _stored_frame(store, str(source))
+            frame = _stored_frame(store, str(source), metrics)
         else:
             with Store(store, existing=True) as db:
-                frame = _stored_frame(db, str(source))
+                frame = _stored_frame(db, str(source), metrics)
         if frame.empty:
             raise DatasetError(f"campaign {str(source)!r} has no successful runs")
         dataset = from_frame(frame, metrics=metrics, source=f"campaign {source}")
@@ -93,13 +101,15 @@ def load_source(
     )
 
 
-def _stored_frame(store: Store, name: str) -> pd.DataFrame:
-    """The ok runs' table of the campaign `name`, relative metric included."""
+def _stored_frame(store: Store, name: str, metrics: list[str] | None = None) -> pd.DataFrame:
+    """The ok runs' table of the campaign `name`, relative metrics included: the objective's,
+    and that of each metric named ``<metric>_rel`` in `metrics`."""
     try:
         campaign = store.campaign(name)
     except StoreError as exc:
         raise DatasetError(f"{name}: no such dataset file, and {exc}") from None
-    return campaign_frame(store, campaign, include_failed=False)
+    wanted = [m.removesuffix(RELATIVE_SUFFIX) for m in metrics or [] if m.endswith(RELATIVE_SUFFIX)]
+    return campaign_frame(store, campaign, include_failed=False, relative=wanted)
 
 
 def split_spec(spec: str | Path) -> tuple[Path, str | None]:

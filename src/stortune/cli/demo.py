@@ -11,6 +11,7 @@ from stortune.cli.common import console, print_json
 from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import check_achieved
 from stortune.workflows.demo import run_demo
+from stortune.workflows.recommend import advice_line
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +26,12 @@ def register(app: typer.Typer) -> None:
         workload: str = typer.Option("dbfsync", help="fio template (as root)."),
         tuner: str = typer.Option("bo", help="Tuner to use."),
         sample: int = typer.Option(12, help="Configs the ranking samples (short runs)."),
+        verify: int = typer.Option(
+            5, "--verify", help="The fewest rounds of default vs best re-measured side by side."
+        ),
+        verify_max: int = typer.Option(
+            20, "--verify-max", help="The most rounds before an open verdict is undecided."
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Rank and tune a real storage stack for a few minutes, re-measure default and best
@@ -33,20 +40,35 @@ def register(app: typer.Typer) -> None:
         Example: stortune demo --budget 10 --runtime 3
         """
         result = run_demo(
-            out, ConsoleReporter(json_out), budget, repetitions, runtime, workload, tuner, sample
+            out,
+            ConsoleReporter(json_out),
+            budget,
+            repetitions,
+            runtime,
+            workload,
+            tuner,
+            sample,
+            verify=verify,
+            verify_max=verify_max,
         )
         if json_out:
             print_json(result.to_dict())
         else:
             console.print(result.headline, highlight=False, soft_wrap=True)
             console.print(result.finding, highlight=False, soft_wrap=True)
-            for label, gain in result.tuned.gains.items():
-                noise = "" if gain.significant else ", within noise"
+            verification = result.tuned.verification
+            for label, found in (verification.results if verification else {}).items():
                 console.print(
-                    f"  {label}: {1 + gain.gain:.2f}x (90% CI {1 + gain.ci_low:.2f}-"
-                    f"{1 + gain.ci_high:.2f}{noise})",
+                    f"  {label}: {found.gain.ratio_text()} on {found.gain.metric}, "
+                    f"{found.judgement}",
                     highlight=False,
+                    soft_wrap=True,
                 )
+                for check in found.guardrails:
+                    console.print(f"    guardrail {check.text()}", highlight=False)
+            console.print(
+                advice_line(verification, result.campaign), highlight=False, soft_wrap=True
+            )
             console.print(f"report: {result.report.resolve()}", highlight=False)
             console.print(
                 f"store:  {result.store.resolve()}  (try: stortune show {result.campaign} "

@@ -188,8 +188,10 @@ class VerifyRules:
     equivalence: float = 0.05
     precision: float = 0.15
     confidence: float = 0.9
+    sequential: tuple[str, ...] = SEQUENTIAL_LABELS  # labels measured until decided
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "sequential", tuple(self.sequential))
         check_repetitions(self.min_rounds)
         if not self.min_rounds <= self.max_rounds <= 10_000:
             raise StortuneError(
@@ -216,6 +218,7 @@ class VerifyRules:
 
     def to_settings(self) -> dict[str, Any]:
         out = asdict(self)
+        out["sequential"] = list(self.sequential)
         return {"repetitions": out.pop("min_rounds"), "verify": out}
 
 
@@ -438,7 +441,7 @@ class VerifyPlan(Plan):
         return [
             t
             for t in trials
-            if _label(t) in SEQUENTIAL_LABELS
+            if _label(t) in self.rules.sequential
             and _label(t) in results
             and results[_label(t)].judgement is None
         ]
@@ -556,6 +559,7 @@ class Verification:
     configs: dict[str, Config]
     results: dict[str, LabelResult] = field(default_factory=dict)
     rounds: int = 0
+    reached: dict[str, bool | None] = field(default_factory=dict)  # runs reached the device
 
     @classmethod
     def of(
@@ -626,9 +630,13 @@ class Verification:
             )
         g = best.gain
         if not g.known:
-            return "default", Advice.MEASURE_MORE, (
-                f"a run measured {g.metric} at 0 or less, so no ratio to the default exists; "
-                "compare the runs themselves"
+            return (
+                "default",
+                Advice.MEASURE_MORE,
+                (
+                    f"a run measured {g.metric} at 0 or less, so no ratio to the default exists; "
+                    "compare the runs themselves"
+                ),
             )
         span = f"{g.ratio_low:.3g}x-{g.ratio_high:.3g}x"
         if best.judgement == Judgement.TRADE_OFF:
@@ -668,6 +676,17 @@ class Verification:
             ),
         )
 
+    def memory_note(self, label: str) -> str:
+        """A warning when the runs of `label` or the default were served from memory rather
+        than the device (``device.*`` metrics), so the gain may be a caching one."""
+        served = [k for k in ("default", label) if self.reached.get(k) is False]
+        if not served:
+            return ""
+        return (
+            f"; WARNING: the runs of {' and '.join(served)} were served largely from memory, "
+            "not the device: this gain may be a caching one"
+        )
+
     def _more_rounds(self, result: LabelResult) -> int:
         needed = rounds_needed(result.gain, self.rules) or self.rules.max_rounds
         return self.rounds + needed
@@ -689,8 +708,27 @@ class Verification:
             "recommended": label,
             "advice": str(advice),
             "why": why,
+            "device_reached": self.reached,
             "results": {k: r.to_dict() for k, r in self.results.items()},
         }
+
+
+REACHED_SHARE = 0.8  # of a label's runs that reached the device for the label to count as so
+
+
+def runs_reached(runs: Sequence[Run]) -> bool | None:
+    """Whether a config's successful runs reached the device (`measure.device.device_reached`):
+    None when none says, else whether most of those that say did."""
+    from stortune.measure.device import device_reached
+
+    said = [
+        reached
+        for r in runs
+        if r.status == RunStatus.OK and (reached := device_reached(r.metrics)) is not None
+    ]
+    if not said:
+        return None
+    return sum(said) >= REACHED_SHARE * len(said)
 
 
 def _name(label: str) -> str:

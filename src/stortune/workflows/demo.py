@@ -33,8 +33,9 @@ from stortune.workflows.rank import RankOptions
 from stortune.workflows.reporting import Reporter
 from stortune.workflows.tune import TuneJob, TuneResult, start_tuning
 from stortune.workloads.base import Workload
+from stortune.workloads.declared import objective_for
 
-METRIC = "total.bw_mbs"
+FALLBACK_METRIC = "total.bw_mbs"  # the command target's fio job declares no objective
 
 
 @dataclass
@@ -54,6 +55,9 @@ class DemoResult:
             "headline": self.headline,
             "finding": self.finding,
             "gains": {k: g.to_dict() for k, g in self.tuned.gains.items()},
+            "verification": (
+                None if self.tuned.verification is None else self.tuned.verification.to_dict()
+            ),
             "risks": [r.to_dict() for r in self.tuned.risks],
             "in_loop": None if self.tuned.in_loop is None else self.tuned.in_loop.to_dict(),
         }
@@ -115,6 +119,7 @@ def run_demo(
     sample: int = 12,
     top_k: int = 4,
     verify: int = 5,
+    verify_max: int = 20,
 ) -> DemoResult:
     from stortune.report import write_report  # matplotlib: only when a report is made
 
@@ -140,7 +145,10 @@ def run_demo(
             space=space,
             target=target,
             workloads=workloads,
-            objective=Objective(METRIC),
+            # what the workload exists for (dbfsync: commits per second) and its guardrails
+            objective=objective_for(
+                workloads, None, fallback=Objective(FALLBACK_METRIC), say=reporter.note
+            ),
             settings=TuneSettings(
                 budget=budget, repetitions=repetitions, baseline=True, intensify=True
             ),
@@ -151,6 +159,7 @@ def run_demo(
             # tuning starts, so a good sampled config is not lost for want of a top-K place
             rank=RankOptions("carver", top_k, "best", sample) if len(space) > top_k else None,
             verify=verify,
+            verify_max=verify_max,
             compare=risky_alternatives(space),
         )
         tuned = start_tuning(db, job, reporter)
@@ -166,9 +175,6 @@ def _finding(tuned: TuneResult, space: Space) -> str:
         return "no evaluation succeeded; see `stortune show` for each run's error"
     default = space.default_config()
     changed = {k: v for k, v in best.items() if default.get(k) != v}
-    gain = tuned.gain
     if not changed:
         return f"no config beat the default in {tuned.outcome.evaluations} evaluations"
-    if gain is not None and gain.significant and gain.gain > 0:
-        return f"recommended: {changed}"
-    return f"keep the default (the best config found, {changed}, was within noise of it)"
+    return f"the best config found changes {changed}"
