@@ -14,6 +14,11 @@ re-format, mount a remount, block and vm settings only a write):
 Everything created or changed is journaled first (`journal`), undone by `teardown`, after a
 failed apply (settings), and by the next target when this one dies. Runs drop the page cache
 first and may cap the benchmark's memory with a cgroup (Carver's small-RAM setting).
+
+Whether a run reached the device (`stortune.measure.device`): before its first mkfs the target
+measures its device's raw bandwidth by direct fio (an image it formats anyway, or a named device
+only with ``destroy_data``), once per device and state folder; each run then counts the bytes at
+the device and at the disk under the image, and carries the ``device.*`` metrics.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
+from stortune.measure import device as devmetrics
 from stortune.measure import sysmetrics
 from stortune.space import Config, Cost, Parameter, Space
 from stortune.targets import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf
@@ -127,6 +133,8 @@ class LocalFsTarget(Target):
         self._folder = StateFolder(self.state_dir)
         self._journal: Journal | None = None
         self._dev: str | None = None  # the block device the file system is on
+        self._backing: str | None = None  # the disk under the image (None for a named device)
+        self._raw: devmetrics.RawBandwidth | None = None  # the device's raw bandwidth
         self._queue: Path | None = None
         self._image_path: Path | None = None
         self._mount_point: Path | None = None
@@ -169,6 +177,9 @@ class LocalFsTarget(Target):
         if self.device is not None:
             dev = devguard.check_scratch_device(self.device, self.destroy_data)
             self._dev, self._queue = dev.path, dev.queue_dir
+            if self.destroy_data:  # its data may go: raw fio writes on it before mkfs does
+                size = devmetrics.block_size_bytes(dev.path)
+                self._measure_raw(devmetrics.device_key(dev.path, size), size)
             return
         image = self.image or self.state_dir / f"localfs-{self._instance}.img"
         self._journal.record("image", path=str(image), keep=self.keep_image)
@@ -178,12 +189,29 @@ class LocalFsTarget(Target):
         log.info("attached %s (%s bytes) as %s", image, self._image_bytes, self._dev)
         self._queue = Path("/sys/block", Path(self._dev).name, "queue")
         self._image_path = image
+        self._backing = sysmetrics.disk_of(image)
+        key = devmetrics.image_key(image, self._image_bytes, self._backing)
+        self._measure_raw(key, self._image_bytes)
+
+    def _measure_raw(self, key: str, size: int) -> None:
+        """The device's raw bandwidth, kept from an earlier target or measured now (before any
+        mkfs: it overwrites the device); runs go without it when fio cannot measure it."""
+        if not devmetrics.raw_enabled():
+            return
+        assert self._dev is not None
+        try:
+            self._raw = devmetrics.raw_bandwidth(
+                self.state_dir, key, self._dev, size, self._backing
+            )
+        except (TargetError, OSError) as exc:
+            log.warning("runs on %s go without its raw bandwidth: %s", self._dev, exc)
 
     def teardown(self) -> None:
         """Undo everything (settings, mount, cgroup, loop device, image); safe to call twice
         and after a partial setup."""
         self._journal = None
         self._dev = self._queue = self._image_path = self._mount_point = self._cgroup = None
+        self._backing, self._raw = None, None
         self._formatted, self._mounted_with, self._applied = None, None, {}
         self._originals = {}
         self._folder.close()
@@ -385,16 +413,23 @@ class LocalFsTarget(Target):
             directory=workdir,
             cgroup=self._cgroup,
             devices=[self._dev] if self._dev else [],
+            samplers=[sysmetrics.DeviceSampler(self._dev, self._backing)] if self._dev else [],
             before_measure=_drop_caches if self.drop_caches else (lambda: None),
         )
 
     def after_run(self, workload: Workload, measurement: Measurement) -> None:
+        """The run's record: fs, device, options; and whether the run reached the device
+        (``device.*``, `stortune.measure.device`)."""
         measurement.info.update(
             fs=self._formatted.fs if self._formatted else None,
             device=self._dev,
             mount_options=self._mounted_with,
             memory_limit=self.memory_limit,
         )
+        if measurement.ok:
+            measurement.metrics.update(devmetrics.accounting(measurement.metrics, self._raw))
+            if self._raw is not None:
+                measurement.info.update(device_raw_measured=self._raw.measured)
 
     def _make_room(self, workdir: Path, size: int) -> None:
         """Other workloads' file sets go when this one's would not fit beside them."""
