@@ -139,14 +139,19 @@ def test_workloads_that_declare_differently_need_an_objective() -> None:
         objective_for([None], None)
     fallback = Objective.parse("total.bw_mbs:max")
     assert objective_for([None], None, fallback=fallback) == fallback
-    # both declare total.bw_mbs: taken; a guardrail on a job only one of them has is left out
     said: list[str] = []
+    assert objective_for(workloads, None, [], fallback=fallback, say=said.append) == fallback
+    assert said[0].startswith("objective: total.bw_mbs:max (the default: dbfsync declares")
+    # both declare total.bw_mbs: taken; a guardrail on a job only one of them has is left out
+    said.clear()
     both = objective_for([FioWorkload("stream"), FioWorkload("fileserver")], None, say=said.append)
     assert both.metric == "total.bw_mbs" and both.guardrails == ()
-    assert (
-        "guardrail writer.write.bw_mbs:max:10% (declared by stream) left out: workload "
-        "fileserver has no metric writer.write.bw_mbs" in said
-    )
+    assert said == [
+        "objective: total.bw_mbs:max (declared by stream, fileserver)",
+        "declared guardrails left out, on metrics another workload of the campaign lacks: "
+        "writer.write.bw_mbs:max:10% (stream), reader.read.bw_mbs:max:10% (stream), "
+        "fileserver.read.bw_mbs:max:10% (fileserver)",
+    ]
     # randomrw has a reader and a writer too: stream's guardrails hold for both, once each
     alike = objective_for([FioWorkload("stream"), FioWorkload("randomrw")], None)
     assert [g.metric for g in alike.guardrails] == ["writer.write.bw_mbs", "reader.read.bw_mbs"]

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
 from stortune.errors import StortuneError
+
+if TYPE_CHECKING:
+    from stortune.measure.objective import Objective
+    from stortune.targets.base import Target
+    from stortune.workloads.base import Workload
 
 console = Console()
 err_console = Console(stderr=True)
@@ -65,3 +71,46 @@ WorkloadFilterOption = typer.Option(
 RawOption = typer.Option(
     False, "--raw", help="Absolute values, not relative to the reference config (drift-prone)."
 )
+GuardrailOption = typer.Option(
+    [],
+    "--guardrail",
+    help="METRIC:max|min[:SHARE]: a metric that may get worse by SHARE at most (10% unless "
+    "given) while the objective improves; repeatable; replaces the guardrails the workloads' "
+    "job files declare (`# stortune guardrail: ...`).",
+)
+NoGuardrailsOption = typer.Option(
+    False, "--no-guardrails", help="Leave out the guardrails the workloads' job files declare."
+)
+
+
+def campaign_objective(
+    workloads: Sequence[Workload | None],
+    target: Target | None,
+    given: Objective | None,
+    guardrails: Sequence[str],
+    no_guardrails: bool,
+    json_out: bool = False,
+    fallback: Objective | None = None,
+) -> Objective:
+    """A new campaign's objective from the options and what its workloads declare
+    (`workloads.declared.objective_for`), its metric names checked against what the workloads
+    and the target report before anything is stored or measured; each choice made from a
+    declaration is said in one line (not under --json: the campaign stores what was chosen)."""
+    from stortune.measure.metricnames import check_metric_names, target_metric_names
+    from stortune.measure.objective import Guardrail
+    from stortune.workloads.declared import objective_for
+
+    if guardrails and no_guardrails:
+        raise StortuneError("--guardrail and --no-guardrails: give one or the other")
+    chosen = [] if no_guardrails else [Guardrail.parse(g) for g in guardrails] or None
+    notes: list[str] = []
+    objective = objective_for(workloads, given, chosen, fallback=fallback, say=notes.append)
+    try:
+        check_metric_names(objective, workloads, target_metric_names(target))
+    except StortuneError as exc:
+        if fallback is None or given is not None or objective.measured != fallback.measured:
+            raise
+        raise StortuneError(f"{exc} (the default objective: give --objective)") from None
+    for note in [] if json_out else notes:
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    return objective

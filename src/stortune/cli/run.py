@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import typer
 
 from stortune.cli import targets as target_options
-from stortune.cli.common import StoreOption, console, print_json
-from stortune.cli.progress import ConsoleReporter
+from stortune.cli.common import (
+    GuardrailOption,
+    NoGuardrailsOption,
+    StoreOption,
+    campaign_objective,
+    console,
+    print_json,
+)
+from stortune.cli.progress import ConsoleReporter, number
+from stortune.enums import StopReason
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.objective import Objective, parse_bounds
@@ -28,7 +38,9 @@ class NothingAchieved(StortuneError):
 
 
 def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
-    """What a campaign achieved; exits 1 when it achieved nothing (saying why)."""
+    """What a campaign achieved; exits 1 when it achieved nothing (saying why). A campaign
+    that stopped on a busy machine ends with how to continue it."""
+    busy = outcome.stopped_by == StopReason.BUSY
     if json_out:
         print_json(outcome.to_dict())
     else:
@@ -39,30 +51,34 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
             f"(stopped by {outcome.stopped_by})",
             highlight=False,
         )
-        for note in outcome.notes:
-            console.print(note, highlight=False)
+        for note in outcome.notes[:-1] if busy else outcome.notes:
+            console.print(note, highlight=False, soft_wrap=True)
         if outcome.best_config is not None:
             console.print(
-                f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}",
+                f"best {metric} = {number(outcome.best_value)} at {outcome.best_config}",
                 highlight=False,
             )
             if outcome.kind == "tune":
                 console.print(advice_line(None, outcome.campaign), highlight=False)
+        if busy and outcome.achieved:  # last: how to continue (else the error line says it)
+            console.print(outcome.notes[-1], highlight=False, soft_wrap=True)
     check_achieved(outcome)
 
 
 def check_achieved(outcome: Outcome) -> None:
     if outcome.achieved or outcome.kind not in ("tune", "sample"):
         return
+    busy = outcome.stopped_by == StopReason.BUSY
     why = [
-        *outcome.notes,
+        *(outcome.notes[:-1] if busy else outcome.notes),
         f"{outcome.runs_failed} run(s) failed, {outcome.runs_disturbed} disturbed",
     ]
     if outcome.last_error:
         why.append(f"last error: {outcome.last_error}")
+    then = f"; {outcome.notes[-1]}" if busy else ""  # how to continue, last
     raise NothingAchieved(
         f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
-        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run"
+        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run{then}"
     )
 
 
@@ -100,8 +116,11 @@ def register(app: typer.Typer) -> None:
             "--objective",
             "-o",
             help="METRIC[:max|min[:WEIGHT]] to optimise; repeat for several (weighted "
-            "scalarisation around the default config's values, or --bounds).",
+            "scalarisation around the default config's values, or --bounds) \\[default: the "
+            "objective the workloads' job files declare alike].",
         ),
+        guardrail: list[str] = GuardrailOption,
+        no_guardrails: bool = NoGuardrailsOption,
         bounds: list[str] = typer.Option(
             [], "--bounds", help="Several objectives: METRIC=LOW:HIGH normalisation bounds."
         ),
@@ -158,7 +177,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune run --resume my-campaign --budget 50
         """
-        reporter = ConsoleReporter(quiet or json_out)
+        reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it
         if resume:
             with Store(store) as db:
                 result = resume_tuning(
@@ -166,15 +185,23 @@ def register(app: typer.Typer) -> None:
                 )
             print_outcome(result.outcome, _metric(result), json_out)
             return
-        if not space or not objective:
+        if not space:
             raise StortuneError("a new campaign needs --space and --objective")
         s = load_space(space)
         target = targets.build(s)
-        job = TuneJob(  # built (and its job files checked) before the store is touched
+        workloads = targets.workloads(target)
+        job = TuneJob(  # built (job files, metric names checked) before the store is touched
             space=s,
             target=target,
-            workloads=targets.workloads(target),
-            objective=Objective.of(objective, parse_bounds(bounds)),
+            workloads=workloads,
+            objective=campaign_objective(
+                workloads,
+                target,
+                Objective.of(objective, parse_bounds(bounds)) if objective or bounds else None,
+                guardrail,
+                no_guardrails,
+                json_out,
+            ),
             settings=settings_of(
                 budget,
                 seconds,
@@ -204,6 +231,19 @@ def register(app: typer.Typer) -> None:
         campaign: str = typer.Argument(..., help="The stored campaign to continue."),
         budget: int = typer.Option(None, help="Tuning: raise the budget to this many evaluations."),
         seconds: float = typer.Option(None, help="A time budget for this sitting."),
+        busy_wait: float = typer.Option(
+            None,
+            "--busy-wait",
+            help="Seconds to wait for a busy machine before stopping again, this sitting "
+            "\\[default: as the campaign was started].",
+        ),
+        check_disturbance: bool = typer.Option(
+            None,
+            "--check-disturbance/--no-check-disturbance",
+            help="Redo runs that other work disturbed and wait while the machine is busy, this "
+            "sitting; --no-check-disturbance measures on a busy machine anyway \\[default: as "
+            "the campaign was started].",
+        ),
         store: str = StoreOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
@@ -212,10 +252,16 @@ def register(app: typer.Typer) -> None:
         verification): the runs it has are kept, the missing ones measured.
 
         Example: stortune resume fs1 --budget 40
+
+        Example: stortune resume fs1 --busy-wait 1800
         """
+        rules = {"busy_wait": busy_wait, "check_disturbance": check_disturbance}
         with Store(store) as db:
             measuring = open_campaign(db, campaign, budget=budget, seconds=seconds)
-            outcome = run_measuring(measuring, ConsoleReporter(quiet or json_out), campaign)
+            given = {k: v for k, v in rules.items() if v is not None}
+            measuring.rules = replace(measuring.rules, **given)
+            reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it
+            outcome = run_measuring(measuring, reporter, campaign)
         print_outcome(outcome, measuring.log.objective.metric, json_out)
 
 

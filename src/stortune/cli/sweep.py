@@ -7,7 +7,14 @@ import time
 import typer
 
 from stortune.cli import targets as target_options
-from stortune.cli.common import StoreOption, console, print_json
+from stortune.cli.common import (
+    GuardrailOption,
+    NoGuardrailsOption,
+    StoreOption,
+    campaign_objective,
+    console,
+    print_json,
+)
 from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
@@ -19,6 +26,8 @@ from stortune.space import load_space
 from stortune.store import Store
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.sweep import new_sweep
+
+DEFAULT_OBJECTIVE = "total.bw_mbs:max"
 
 
 def _measured_keys(db: Store, campaigns: list[str]) -> set[str]:
@@ -35,8 +44,14 @@ def register(app: typer.Typer) -> None:
         targets: target_options.TargetOptions,
         space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
         objective: str = typer.Option(
-            "total.bw_mbs:max", "--objective", "-o", help="METRIC[:max|min] summarised per config."
+            None,
+            "--objective",
+            "-o",
+            help="METRIC[:max|min] summarised per config \\[default: the objective the "
+            f"workloads' job files declare alike, else {DEFAULT_OBJECTIVE}].",
         ),
+        guardrail: list[str] = GuardrailOption,
+        no_guardrails: bool = NoGuardrailsOption,
         design: str = typer.Option(
             "factorial", "--design", help="factorial (every valid config), lhs or random."
         ),
@@ -88,6 +103,15 @@ def register(app: typer.Typer) -> None:
                     )
                 target = targets.build(s)
                 workloads = targets.workloads(target)
+                chosen = campaign_objective(
+                    workloads,
+                    target,
+                    Objective.parse(objective) if objective else None,
+                    guardrail,
+                    no_guardrails,
+                    json_out,
+                    fallback=Objective.parse(DEFAULT_OBJECTIVE),
+                )
                 runtime = max((w.expected_seconds or 0 for w in workloads if w), default=0)
                 runs = len(configs) * repetitions * len(workloads)
                 plan = {
@@ -120,7 +144,7 @@ def register(app: typer.Typer) -> None:
                     s,
                     target,
                     workloads,
-                    Objective.parse(objective),
+                    chosen,
                     configs,
                     SweepSettings(
                         repetitions, target_options.reference_every(reference_every, target), seed

@@ -10,7 +10,14 @@ import typer
 from rich.table import Table
 
 from stortune.cli import targets as target_options
-from stortune.cli.common import StoreOption, console, print_json
+from stortune.cli.common import (
+    GuardrailOption,
+    NoGuardrailsOption,
+    StoreOption,
+    campaign_objective,
+    console,
+    print_json,
+)
 from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import check_achieved, settings_of
 from stortune.errors import StortuneError
@@ -57,8 +64,10 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         console.print(note, highlight=False)
     for risk in result.risks:
         console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
-    if result.in_loop is not None:
-        console.print(result.in_loop.text(), highlight=False)
+    if result.in_loop is not None:  # a ratio: its values are relative to a reference, no MB/s
+        loop = result.in_loop
+        over = "the default" if loop.baseline == "default" else "the config tuning started from"
+        console.print(f"in the loop: {loop.ratio_text()} over {over}", highlight=False)
     results = result.verification.results if result.verification else {}
     for found in results.values():
         console.print(f"{found.gain.text()}: {found.judgement}", highlight=False)
@@ -97,8 +106,11 @@ def register(app: typer.Typer) -> None:
             "--objective",
             "-o",
             help="METRIC[:max|min[:WEIGHT]]; repeat for several (weighted min-max "
-            "scalarisation, Pareto front reported).",
+            "scalarisation, Pareto front reported) \\[default: the objective the workloads' "
+            "job files declare alike].",
         ),
+        guardrail: list[str] = GuardrailOption,
+        no_guardrails: bool = NoGuardrailsOption,
         bounds: list[str] = typer.Option(
             [],
             "--bounds",
@@ -185,8 +197,14 @@ def register(app: typer.Typer) -> None:
         """Tune a target: rank first if asked, tune, then re-measure default and best and
         report the gain with its confidence interval. Ctrl-C loses nothing: --resume NAME.
 
+        Without --objective, the one the workloads' job files declare is tuned, and their
+        declared guardrails are kept (dbfsync: dblog.write.iops:max, guarded by
+        dbdata.total.iops and dblog.sync.lat_p99_ms); `stortune workload check` shows them.
+
         Example: stortune tune --space localfs --workload fileserver -o total.bw_mbs:max
         --rank carver --top-k 4 --budget 40 --runtime 10
+
+        Example: stortune tune --space stack -w dbfsync --rank carver --budget 40
 
         Example: stortune tune --target table --dataset runs.csv -o Performance:min --budget 30
 
@@ -216,18 +234,28 @@ def register(app: typer.Typer) -> None:
                     reporter=reporter,
                 )
             else:
-                if not objective or not (space or targets.kind == "table"):
+                if not (space or targets.kind == "table"):
                     raise StortuneError("a new campaign needs --space and --objective")
                 given = load_space(space) if space else None  # a table infers its own
                 target = targets.build(given)
                 whole = given or target.space
                 assert whole is not None
                 compared = compared_configs(compare, whole)  # a bad file fails before tuning
+                workloads = targets.workloads(target)
                 job = TuneJob(
                     space=whole,
                     target=target,
-                    workloads=targets.workloads(target),
-                    objective=Objective.of(objective, parse_bounds(bounds)),
+                    workloads=workloads,
+                    objective=campaign_objective(
+                        workloads,
+                        target,
+                        Objective.of(objective, parse_bounds(bounds))
+                        if objective or bounds
+                        else None,
+                        guardrail,
+                        no_guardrails,
+                        json_out,
+                    ),
                     settings=settings_of(
                         budget if budget is not None or seconds is not None else 30,
                         seconds,

@@ -136,6 +136,8 @@ def objective_for(
             say(f"objective: {objective.text()} (declared by {', '.join(declared)})")
         elif fallback is not None:
             objective = fallback
+            if any(declared.values()):
+                say(f"objective: {objective.text()} (the default: {_declared_text(declared)})")
         else:
             raise StortuneError(
                 "a new campaign needs --space and --objective, or workloads that declare the "
@@ -145,20 +147,16 @@ def objective_for(
         return objective.with_guardrails(guardrails)
     chosen: list[Guardrail] = []
     owners: dict[Guardrail, list[str]] = {}
+    left_out: list[str] = []
     for workload in present:
         for guard in workload.declared.guardrails:
             if guard.metric in objective.measured:
                 continue  # the objective itself is judged already
-            lacking = [
-                w.name
+            if any(
+                (names := w.metric_names()) is not None and guard.metric not in names
                 for w in present
-                if (names := w.metric_names()) is not None and guard.metric not in names
-            ]
-            if lacking:
-                say(
-                    f"guardrail {guard.text()} (declared by {workload.name}) left out: "
-                    f"workload {', '.join(lacking)} has no metric {guard.metric}"
-                )
+            ):
+                left_out.append(f"{guard.text()} ({workload.name})")
                 continue
             if guard not in owners:
                 chosen.append(guard)
@@ -166,6 +164,11 @@ def objective_for(
     if chosen:
         names = sorted({n for g in chosen for n in owners[g]})
         say(f"guardrails: {', '.join(g.text() for g in chosen)} (declared by {', '.join(names)})")
+    if left_out:
+        say(
+            "declared guardrails left out, on metrics another workload of the campaign lacks: "
+            + ", ".join(left_out)
+        )
     return objective.with_guardrails(chosen)
 
 
