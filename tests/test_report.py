@@ -22,12 +22,14 @@ from typer.testing import CliRunner
 from stortune.cli import report as report_cli
 from stortune.datasets import from_frame
 from stortune.measure import runner as measure_runner
+from stortune.measure.verify import Verification
 from stortune.report import write_report
-from stortune.report.headline import metric_word
+from stortune.report.headline import advice, metric_word
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
 from stortune.targets.table import TableTarget
+from stortune.workflows.recommend import advice_line
 
 SPACE = """\
 name: grid
@@ -143,11 +145,13 @@ def test_tuned_campaign_has_every_section(tuned: Store, tmp_path: Path) -> None:
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", html)
     assert "http://" not in html and "https://" not in html
     assert "<script" not in html and "<link" not in html
-    # the headline: subject, gain with CI, evaluations, top parameters
+    # the headline: subject, the verdict as `stortune recommend` words it, evaluations, top
+    # parameters
     assert escape(report.headline) in html
+    verdict = advice_line(Verification.of(tuned, tuned.campaign("t1")), "t1")
+    assert verdict.startswith("APPLY IT: ") and re.search(r" 1\.\d+x \(90% CI ", verdict)
     assert re.match(
-        r"t1 on (ext4|xfs): \d\.\d\dx throughput over default "
-        r"\(90% CI \d\.\d\d-\d\.\d\d\): apply it, 16 evaluations, top parameters: ",
+        rf"t1 on (ext4|xfs): {re.escape(verdict)}, 16 evaluations, top parameters: ",
         report.headline,
     ), report.headline
     assert "block" in report.headline.split("top parameters:")[1]
@@ -268,7 +272,11 @@ def test_too_few_configs_for_an_analysis(tmp_path: Path) -> None:
         assert state(html, section) == "missing"
         assert re.search(r"only \d distinct configs", parts[section]), parts[section]
     assert state(html, "tuning") == "ok" and state(html, "recommendation") == "ok"
-    assert "(not re-measured: measure more" in report.headline
+    assert ": MEASURE MORE: not re-measured" in report.headline
+    assert re.search(
+        r"the best evaluation [\d.]+x throughput over the default in the tuning runs",
+        report.headline,
+    ), report.headline
     assert "top parameters" not in report.headline
 
 
@@ -296,8 +304,8 @@ def test_localfs_recommendation_when_lower_is_better(tmp_path: Path) -> None:
         report = write_report(store, "lat", tmp_path)
     html = report.path.read_text()
     assert report.headline == (
-        "dbserver on xfs: 2.00x lower latency than default (not re-measured: measure more "
-        "before applying it), 2 evaluations"
+        f"dbserver on xfs: {advice_line(None, 'lat')}, the best evaluation 2x lower latency "
+        "than the default in the tuning runs, 2 evaluations"
     )
     code = sections_of(html)["recommendation"]
     assert (
@@ -387,22 +395,35 @@ def test_sweep_headline_counts_runs_not_finished_configs(tmp_path: Path) -> None
     assert "sweep of 12 configs (finished), 24 of 24 runs measured" in report.headline
 
 
-def test_a_verdict_within_noise_says_how_close_the_default_is_and_what_risks_would_buy() -> None:
-    from stortune.measure.verify import Gain
-    from stortune.report.headline import risky_alternatives, verdict
+def test_the_headline_says_the_verdict_recommend_says_and_what_risks_would_buy() -> None:
+    from types import SimpleNamespace
+
+    from stortune.measure.objective import Objective
+    from stortune.measure.verify import Gain, Judgement, LabelResult, Verification, VerifyRules
+    from stortune.report.headline import risky_alternatives
 
     def measured(gain: float, low: float, high: float, label: str) -> Gain:
-        return Gain("total.bw_mbs", "max", 100, 100 * (1 + gain), 5, 5, gain, low, high, 0.9, label)
+        return Gain(
+            "total.bw_mbs", "max", 100, 100 * (1 + gain), 8, 8, gain, low, high, 0.9, label,
+            rounds=8,
+        )  # fmt: skip
 
     noise = measured(0.01, -0.02, 0.04, "best")
-    text = verdict(noise, "throughput", "best safe config found")
-    assert text == (
-        "within noise of the default, keep it: the default is within 4% of the best safe "
-        "config found, which re-measured 1.01x (90% CI 0.98-1.04)"
+    checked = Verification(
+        SimpleNamespace(name="c-verify"),  # type: ignore[arg-type]
+        SimpleNamespace(name="c"),  # type: ignore[arg-type]
+        Objective("total.bw_mbs"),
+        VerifyRules.of(5),
+        {"default": {}, "best": {}},
+        {"best": LabelResult("best", noise, (), Judgement.EQUIVALENT, "")},
+        rounds=8,
     )
+    ctx = SimpleNamespace(findings=SimpleNamespace(checked=checked), campaign=checked.tuned)
+    assert advice(ctx) == advice_line(checked, "c")  # one wording: `stortune recommend`'s
+    assert advice(ctx).startswith("KEEP THE DEFAULT: ") and "0.98x-1.04x" in advice(ctx)
     gains = {
         "best": noise,
         "risky ext4_barrier=false": measured(1.9, 1.5, 2.3, "risky ext4_barrier=false"),
         "sample": measured(0.1, 0.0, 0.2, "sample"),
     }
-    assert risky_alternatives(gains) == "ext4_barrier=false 2.90x (90% CI 2.50-3.30)"
+    assert risky_alternatives(gains) == "ext4_barrier=false 2.9x (90% CI 2.5-3.3)"

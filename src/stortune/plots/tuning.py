@@ -20,10 +20,13 @@ def tuning_curves(
     default: float | None = None,
     remeasured: tuple[float, float] | None = None,
     failed: Sequence[int] = (),
+    first_label: str = "default (first evaluation)",
 ) -> Figure:
     """Best so far against evaluations for each campaign (the first one's evaluations as dots);
-    the default's first value and the re-measured default and best means as lines; the first
-    campaign's failed evaluations (0-based indices) as crosses along the bottom."""
+    the first evaluation's value (`default`, labelled `first_label`: a campaign tuned after a
+    ranking starts from the held values, not the default) and the re-measured default and best
+    means as lines; the first campaign's failed evaluations (0-based indices) as crosses along
+    the bottom."""
     fig = figure(7.0, 3.2)
     ax = fig.subplots()
     floor = math.inf
@@ -35,7 +38,7 @@ def tuning_curves(
             ax.plot(xs, ys, "o", color=color(i), alpha=0.35, markersize=4, label="evaluation")
         ax.step(range(1, len(best) + 1), best, where="post", color=color(i), label=label)
     if default is not None:
-        ax.axhline(default, color="#888", linestyle=":", label="default (first evaluation)")
+        ax.axhline(default, color="#888", linestyle=":", label=first_label)
     if remeasured is not None:
         ax.axhline(remeasured[0], color="#c60", linestyle="--", label="default, re-measured")
         ax.axhline(remeasured[1], color="#063", linestyle="--", label="best, re-measured")

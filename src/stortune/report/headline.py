@@ -1,5 +1,12 @@
-"""The one line a person remembers: what, where, how much better, after how many evaluations,
-and which parameters mattered ("fileserver on ext4: 1.80x throughput over default, ...")."""
+"""The one line a person remembers: what, where, the verdict, after how many evaluations, and
+which parameters mattered ("fileserver on ext4: APPLY IT: the best config re-measured 1.8x
+...").
+
+The verdict is `workflows.recommend.advice_line`'s, word for word: `stortune recommend`, `tune`
+and the report say one thing. Numbers are given to 3 significant digits (`number`), and a gain
+always as a ratio ("1.48x"), never in the metric's unit: an in-loop gain is computed on values
+relative to a reference, which are no MB/s.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +34,33 @@ def metric_word(metric: str) -> str:
     return metric
 
 
+def number(value: float) -> str:
+    """A number as text: 3 significant digits, whole from 100 up (131, 61.6, 1.5, 0.0123)."""
+    if not math.isfinite(value):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def ratio_text(gain: Gain) -> str:
+    """``1.48x (90% CI 1.21-1.81)``: a gain as a ratio, whatever the metric's unit."""
+    return gain.ratio_text()
+
+
+def in_loop_text(loop: Gain, start: str = "default") -> str:
+    """The best config's gain as the tuning runs measured it, over the config they started
+    from (`start`: what the report calls it, `Context.start_name`)."""
+    return f"in the tuning runs: {ratio_text(loop)} over the {start}"
+
+
+def advice(ctx: Context) -> str:
+    """The verdict, as `stortune recommend` words it."""
+    from stortune.workflows.recommend import advice_line
+
+    return advice_line(ctx.findings.checked, ctx.campaign.name)
+
+
 def subject(ctx: Context) -> str:
     """'<workloads> on <file system or space>', or what the caller named it."""
     if ctx.subject:
@@ -39,8 +73,9 @@ def subject(ctx: Context) -> str:
 
 
 def headline(ctx: Context) -> str:
-    """The line for `ctx`: its subject, then the gain (re-measured, else from the evaluations),
-    how many evaluations (a sweep: how many runs) and the top parameters."""
+    """The line for `ctx`: its subject, then the verdict (re-measured; a tuned campaign not
+    re-measured is told to measure more, beside its best from the evaluations), how many
+    evaluations (a sweep: how many runs) and the top parameters."""
     c = ctx.campaign
     n = sum(not is_reference(t) for t in ctx.trials)
     head = subject(ctx)
@@ -54,71 +89,43 @@ def headline(ctx: Context) -> str:
     parts = []
     gain = ctx.findings.gain
     if gain is not None:
+        parts.append(advice(ctx))
         risky = ctx.findings.risks.get("best") or []
-        parts.append(
-            verdict(gain, word, "best config found" if risky else "best safe config found")
-        )
-        for label in ("best-safe",):
-            other = ctx.findings.gains.get(label)
-            if other is not None:
-                parts.append(f"best safe config {_ratio(other)}")
         if risky:
             values = ", ".join(f"{r.parameter}={_value(r.value)}" for r in risky)
             parts.append(f"RISKY: {values} (can lose data on a crash or power cut)")
+        safe = ctx.findings.gains.get("best-safe")
+        if safe is not None:
+            parts.append(f"best safe config {ratio_text(safe)}")
         alternatives = risky_alternatives(ctx.findings.gains)
         if alternatives:
             parts.append(f"risky options, not applied: {alternatives}")
     else:
-        best, default = ctx.findings.best, ctx.findings.default_value
-        if best is not None and default and best.value:
-            ratio = best.value / default if c.direction == Direction.MAX else default / best.value
+        if c.kind == CampaignKind.TUNE:
+            parts.append(advice(ctx))
+        best, first = ctx.findings.best, ctx.findings.default_value
+        if best is not None and first and best.value:
+            ratio = best.value / first if c.direction == Direction.MAX else first / best.value
             parts.append(
-                _times(ratio, word, c.direction) + " (not re-measured: measure more before "
-                "applying it)"
+                f"the best evaluation {_times(ratio, word, c.direction, ctx.start_name)} "
+                "in the tuning runs"
             )
         elif best is not None:
-            parts.append(f"best {c.metric} {best.value:.4g}")
+            parts.append(f"best {c.metric} {number(best.value)}")
     parts.append(f"{n} evaluations")
     parts += top_parameters(ctx)
     parts += disturbance(ctx)
     return f"{head}: " + ", ".join(parts)
 
 
-def verdict(gain: Gain, word: str, what: str = "best config found") -> str:
-    """What the re-measured gain says: a gain, a loss, or within noise (keep the default, and
-    by how much at most the `what` config could beat it, verified)."""
-    if not gain.known:
-        return "gain unknown: a run measured 0 or less, and a ratio needs every run above 0"
-    if gain.significant and gain.gain > 0:
-        return f"{_times(1 + gain.gain, word, gain.direction)} {_ci(gain)}".strip() + ": apply it"
-    if gain.significant:
-        return f"keep the default: the {what} re-measured {_ratio(gain)}"
-    within = max(gain.ci_high, 0.0)
-    bound = f"the default is within {within:.0%} of " if math.isfinite(within) else ""
-    return (
-        f"within noise of the default, keep it: {bound}the {what}, which re-measured {_ratio(gain)}"
-    )
-
-
 def risky_alternatives(gains: dict[str, Gain]) -> str:
     """What each risky value measured beside the default would buy ("risky NAME=VALUE"
     labels of a verification), so the price of safety is on the line too."""
     return ", ".join(
-        f"{label.removeprefix('risky ')} {_ratio(g)}"
+        f"{label.removeprefix('risky ')} {ratio_text(g)}"
         for label, g in gains.items()
         if label.startswith("risky ") and g.known
     )
-
-
-def _ratio(gain: Gain) -> str:
-    return f"{1 + gain.gain:.2f}x {_ci(gain)}".strip()
-
-
-def _ci(gain: Gain) -> str:
-    low, high = 1 + gain.ci_low, 1 + gain.ci_high
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    return f"({gain.confidence:.0%} CI {low:.2f}-{high:.2f})"
 
 
 def _value(value: object) -> str:
@@ -130,11 +137,12 @@ def disturbance(ctx: Context) -> list[str]:
     found = ctx.findings
     if found.load_max is None and not found.disturbed:
         return []
-    load = f", load up to {found.load_max:.1f}" if found.load_max is not None else ""
+    load = f", load up to {number(found.load_max)}" if found.load_max is not None else ""
     return [f"{found.disturbed} runs disturbed{load}"]
 
 
 def top_parameters(ctx: Context) -> list[str]:
+    """The first three ranked (a parameter that never varied is never ranked)."""
     top = ctx.findings.top
     return ["top parameters: " + ", ".join(top[:3])] if top else []
 
@@ -147,7 +155,7 @@ def sweep_progress(ctx: Context, configs: int) -> str:
     return f"sweep of {configs} configs ({ctx.campaign.status}), {ok} of {planned} runs measured"
 
 
-def _times(ratio: float, word: str, direction: str) -> str:
+def _times(ratio: float, word: str, direction: str, start: str = "default") -> str:
     if direction == Direction.MAX:
-        return f"{ratio:.2f}x {word} over default"
-    return f"{ratio:.2f}x lower {word} than default"
+        return f"{number(ratio)}x {word} over the {start}"
+    return f"{number(ratio)}x lower {word} than the {start}"

@@ -28,6 +28,7 @@ from stortune.plots.render import to_svg
 from stortune.plots.runs import runs_over_time
 from stortune.plots.tuning import tuning_curves
 from stortune.report.context import Context
+from stortune.report.headline import advice, in_loop_text, number
 
 MAX_TRIAL_ROWS = 200
 CARVER_STOP = {
@@ -86,13 +87,13 @@ class Section:
 
 # ---- helpers ------------------------------------------------------------------------------
 def fmt(value: Any) -> str:
-    """A cell: numbers to 4 significant digits, None as a dash."""
+    """A cell: numbers to 3 significant digits (whole numbers from 100 up), None as a dash."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float | np.floating):
-        return "-" if not np.isfinite(value) else f"{value:.4g}"
+        return number(float(value))
     return str(value)
 
 
@@ -107,8 +108,29 @@ def changes(config: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k in default and default[k] != v}
 
 
+def _interval(gain: Any) -> str:
+    """``1.24x (0.69-2.23)``: a ratio and its interval, 3 significant digits."""
+    if not gain.known:
+        return "-"
+    return f"{number(gain.ratio)}x ({number(gain.ratio_low)}-{number(gain.ratio_high)})"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _default_config(ctx: Context) -> dict[str, Any]:
-    return ctx.space.default_config() if ctx.space is not None else {}
+    """The whole space's default (a ranked campaign's own space starts elsewhere)."""
+    return ctx.default
+
+
+def _every_default(ctx: Context) -> dict[str, Any]:
+    """Every parameter's default in the whole space, those the default config leaves inactive
+    too (xfs's block size beside ext4): what a config that activates them changes."""
+    space = ctx.whole or ctx.space
+    if space is None:
+        return {}
+    return {**{p.name: p.default for p in space.parameters}, **space.default_config()}
 
 
 def _part(ctx: Context, part: str) -> Findings:
@@ -200,14 +222,22 @@ def _disk_text(name: str, disk: dict[str, Any]) -> str:
 
 
 def space_section(ctx: Context) -> Section:
-    """The parameters that were varied, their domains and defaults, and the constraints."""
+    """The parameters, their domains and defaults (the whole space's), and the constraints; for
+    a campaign tuned after a ranking, which parameters it tuned, from where, and which it held
+    (at what value)."""
     if ctx.space is None:
         return Section("space", "The space", missing=ctx.space_note)
-    space = ctx.space
+    space = ctx.whole or ctx.space
     best = ctx.findings.best
     section = Section("space", f"The space: {space.name}")
-    rows = [
-        [
+    columns = ["parameter", "type", "domain", "default", "unit", "layer", "a change needs", "best"]
+    cut = bool(ctx.held) or not ctx.started_at_default
+    if cut:
+        columns.insert(4, "in this campaign")
+    start, held = ctx.start, ctx.held
+    rows = []
+    for p in space.parameters:
+        row = [
             p.name,
             p.kind.value,
             p.domain_text(),
@@ -217,13 +247,36 @@ def space_section(ctx: Context) -> Section:
             p.cost.value,
             fmt(best.config.get(p.name)) if best else "-",
         ]
-        for p in space.parameters
-    ]
-    columns = ["parameter", "type", "domain", "default", "unit", "layer", "a change needs", "best"]
+        if cut:
+            row.insert(4, _role(p.name, p.default, start, held, ctx.space))
+        rows.append(row)
     section.tables.append(Table(columns, rows))
+    if cut:
+        free = [p.name for p in ctx.space.parameters if p.name not in held]
+        section.text.append(
+            f"This campaign tuned {len(free)} of the {len(space.parameters)} parameters, "
+            f"starting from {ctx.start_words}; {len(held)} were held at one value (the "
+            '"in this campaign" column). "default" is always the space\'s own default.'
+        )
     section.text += [f"Constraint: {c.describe()}" for c in space.constraints]
-    section.data = {"parameters": len(space.parameters), "constraints": len(space.constraints)}
+    section.data = {
+        "parameters": len(space.parameters),
+        "constraints": len(space.constraints),
+        "held": dict(held),
+    }
     return section
+
+
+def _role(name: str, default: Any, start: dict[str, Any], held: dict[str, Any], own: Any) -> str:
+    """What a campaign cut from the whole space did with one parameter: held at a value,
+    tuned (from where it started, when that is not the default), or not in its space."""
+    if name in held:
+        return f"held at {fmt(held[name])}"
+    if own is None or name not in own:
+        return "not in the campaign's space"
+    if name in start and start[name] != default:
+        return f"tuned, from {fmt(start[name])}"
+    return "tuned"
 
 
 def runs_section(ctx: Context) -> Section:
@@ -237,7 +290,8 @@ def runs_section(ctx: Context) -> Section:
             "workload": r.workload,
             "value": r.metrics.get(metric),
             "reference": is_reference(t),
-            "default": source_of(t) == "default",
+            # the first config is the default only when tuning started there
+            "default": source_of(t) == "default" and ctx.started_at_default,
         }
         for t in ctx.trials
         for r in t.runs
@@ -290,6 +344,10 @@ def importance_section(ctx: Context) -> Section:
         f"{analysis.n_configs} distinct configs of workload {analysis.workload or '-'}, metric "
         f"{analysis.metric} (repetitions averaged)." + _other_workloads(analysis)
     )
+    if found.constant:
+        held = " (held by the ranking before tuning, or fixed by the space)" if ctx.held else ""
+        section.text.append(f"{found.constant_note}{held}.")
+        section.data["constant"] = list(found.constant)
     direction = ctx.campaign.direction
     carver, lasso = found.carver, found.lasso
     if carver is None:
@@ -379,6 +437,7 @@ def tuning_section(ctx: Context) -> Section:
         found.default_value,
         remeasured,
         curves[0].failed,
+        first_label=f"{ctx.start_name} (first evaluation)",
     )
     section.plots.append(Plot("plot-tuning", "best so far against evaluations", to_svg(fig)))
     rows = [
@@ -391,6 +450,16 @@ def tuning_section(ctx: Context) -> Section:
         section.text.append(
             "Other campaigns of the store that tuned the same space, workload and objective are "
             "drawn for comparison."
+        )
+    if not ctx.started_at_default:
+        section.text.append(
+            f"The first evaluation measured {ctx.start_words}, not the default: the dotted "
+            "line is that config as the tuning runs measured it"
+            + (
+                ", the dashed ones the default and the best re-measured side by side."
+                if gain
+                else "."
+            )
         )
     if gain is not None:
         section.text.append(f"Re-measured side by side: {gain.text()}")
@@ -424,35 +493,23 @@ def verification_section(ctx: Context) -> Section:
     rows = [["default", str(gain.n_default), fmt(gain.default_mean), "-", ""]]
     for label, g in found.gains.items():
         risky = "; ".join(r.text() for r in found.risks.get(label, []))
-        interval = f"{1 + g.gain:.2f}x ({1 + g.ci_low:.2f}-{1 + g.ci_high:.2f})"
-        rows.append([label, str(g.n_best), fmt(g.best_mean), interval, risky])
-    columns = ["config", "runs", f"mean {gain.metric}", "ratio to default (90% CI)", "risks"]
+        rows.append([label, str(g.n_best), fmt(g.best_mean), _interval(g), risky])
+    level = f"{gain.confidence:.0%} CI"
+    columns = ["config", "runs", f"mean {gain.metric}", f"ratio to default ({level})", "risks"]
     section.tables.append(Table(columns, rows))
+    section.text.append(advice(ctx))
     section.text.append(gain.text())
-    if not gain.significant:
-        section.text.append(
-            "Within noise: the interval includes no change, so the default is kept."
-        )
-    elif gain.gain <= 0:
-        section.text.append("Measured again, the best config was no better than the default.")
     loop = found.in_loop
-    if loop is not None and loop.baseline != "default":
+    if loop is not None and not ctx.started_at_default:
         section.text.append(
-            f"In the tuning runs the best config measured {1 + loop.gain:.2f}x the config "
-            f"tuning started from, the ranking sample's best ({loop.confidence:.0%} CI "
-            f"{1 + loop.ci_low:.2f}-{1 + loop.ci_high:.2f}); the ratios above are over the "
-            "default."
+            f"{_sentence(in_loop_text(loop, ctx.start_name))}, the config tuning started "
+            "from; the ratios above are over the default."
         )
     elif loop is not None:
-        inside = 1 + loop.ci_low <= 1 + gain.gain <= 1 + loop.ci_high
+        inside = loop.ratio_low <= gain.ratio <= loop.ratio_high
         section.text.append(
-            f"In the tuning runs the best config measured {1 + loop.gain:.2f}x the default "
-            f"({loop.confidence:.0%} CI {1 + loop.ci_low:.2f}-{1 + loop.ci_high:.2f}); "
-            + (
-                "the re-measured ratio lies inside that interval."
-                if inside
-                else "the re-measured ratio lies outside it."
-            )
+            f"{_sentence(in_loop_text(loop, ctx.start_name))}; the re-measured ratio lies "
+            + ("inside that interval." if inside else "outside it.")
         )
     section.data = {**gain.to_dict(), "gains": {k: g.to_dict() for k, g in found.gains.items()}}
     return section
@@ -555,25 +612,28 @@ def recommendation_section(ctx: Context) -> Section:
     if config is None:
         section.missing = "No recommendation: no evaluation succeeded."
         return section
+    verdict = advice(ctx) if ctx.campaign.kind == CampaignKind.TUNE or gain else ""
     header = f"stortune recommendation from campaign {ctx.campaign.name} ({why})\n"
+    header += f"{verdict}\n" if verdict else ""
     header += gain.text() if gain else f"{ctx.campaign.metric}: not re-measured"
-    if ctx.space is not None:
+    space = ctx.whole or ctx.space  # a ranked campaign's own space pins what it did not tune
+    if space is not None:
         try:
-            section.code = render(
-                str(ctx.campaign.target.get("kind", "")), config, ctx.space, header
-            )
+            section.code = render(str(ctx.campaign.target.get("kind", "")), config, space, header)
         except Exception as exc:  # noqa: BLE001 - a config the space no longer takes
             section.text.append(f"The config cannot be rendered in the target's form: {exc}")
     if not section.code:
         lines = [f"# {line}" for line in header.splitlines()]
         section.code = "\n".join([*lines, *(f"{k} = {v}" for k, v in config.items())]) + "\n"
-    default = _default_config(ctx)
+    default = _every_default(ctx)
     changed = changes(config, default)
     section.text.insert(0, f"From {why}; {len(changed)} parameter(s) differ from the default.")
-    if ctx.space is not None:
+    if verdict:
+        section.text.insert(0, verdict)
+    if space is not None:
         from stortune.space.risk import risks_of
 
-        for risk in risks_of(ctx.space, config):
+        for risk in risks_of(space, config):
             section.text.append(f"RISK: {risk.text()}")
     if changed:
         rows = [[k, fmt(default.get(k)), fmt(v)] for k, v in changed.items()]
@@ -583,29 +643,41 @@ def recommendation_section(ctx: Context) -> Section:
 
 
 def evaluations_section(ctx: Context) -> Section:
-    """Every evaluation: its config (as changes from the default), status and value."""
+    """Every evaluation: its config (as changes from the default, or from where tuning started
+    when that was not the default), status and value."""
     section = Section("trials", "Evaluations")
     if not ctx.trials:
         section.missing = "This campaign has no evaluations yet."
         return section
-    default = _default_config(ctx)
+    at_default = ctx.started_at_default
+    base = _default_config(ctx) if at_default else ctx.start
+    name = "default" if at_default else "start"
     rows = []
     for t in ctx.trials[:MAX_TRIAL_ROWS]:
         ok = sum(r.status == RunStatus.OK for r in t.runs)
-        changed = changes(t.config, default) if default else t.config
+        changed = changes(t.config, base) if base else t.config
+        source = source_of(t)
         rows.append(
             [
                 str(t.seq),
-                source_of(t),
+                ctx.start_name if source == "default" else source,
                 t.status,
                 fmt(t.value),
                 f"{ok}/{len(t.runs)}",
-                ", ".join(f"{k}={v}" for k, v in changed.items()) or "(default)",
+                ", ".join(f"{k}={fmt(v)}" for k, v in changed.items()) or f"({name})",
                 (t.error or "")[:120],
             ]
         )
-    columns = ["#", "from", "status", ctx.campaign.metric, "runs ok", "changes", "error"]
-    section.tables.append(Table(columns, rows))
+    columns = ["#", "from", "status", ctx.campaign.metric, "runs ok", f"changes from the {name}"]
+    section.tables.append(Table([*columns, "error"], rows))
+    if not at_default:
+        differ = changes(ctx.start, _every_default(ctx))
+        section.text.append(
+            f"Tuning started from {ctx.start_words}, not the default: changes are from that "
+            f"start, which differs from the default in {len(differ)} parameter(s): "
+            + (", ".join(f"{k}={fmt(v)}" for k, v in differ.items()) or "none")
+            + "."
+        )
     if len(ctx.trials) > MAX_TRIAL_ROWS:
         section.text.append(
             f"The first {MAX_TRIAL_ROWS} of {len(ctx.trials)} evaluations; "
