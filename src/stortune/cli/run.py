@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import typer
 
 from stortune.cli import targets as target_options
@@ -14,11 +16,11 @@ from stortune.cli.common import (
     console,
     print_json,
 )
-from stortune.cli.progress import ConsoleReporter
+from stortune.cli.progress import ConsoleReporter, number
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.objective import Objective, parse_bounds
-from stortune.measure.runner import Outcome, RunRules
+from stortune.measure.runner import BUSY_STOP, Outcome, RunRules
 from stortune.measure.tuning import TuneSettings
 from stortune.space import load_space
 from stortune.store import Store
@@ -35,7 +37,9 @@ class NothingAchieved(StortuneError):
 
 
 def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
-    """What a campaign achieved; exits 1 when it achieved nothing (saying why)."""
+    """What a campaign achieved; exits 1 when it achieved nothing (saying why). A campaign
+    that stopped on a busy machine ends with how to continue it."""
+    notes, last = told_last(outcome)
     if json_out:
         print_json(outcome.to_dict())
     else:
@@ -46,30 +50,41 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
             f"(stopped by {outcome.stopped_by})",
             highlight=False,
         )
-        for note in outcome.notes:
-            console.print(note, highlight=False)
+        for note in notes:
+            console.print(note, highlight=False, soft_wrap=True)
         if outcome.best_config is not None:
             console.print(
-                f"best {metric} = {outcome.best_value:.6g} at {outcome.best_config}",
+                f"best {metric} = {number(outcome.best_value)} at {outcome.best_config}",
                 highlight=False,
             )
             if outcome.kind == "tune":
                 console.print(advice_line(None, outcome.campaign), highlight=False)
+        for note in last if outcome.achieved else ():  # else the error line ends with it
+            console.print(note, highlight=False, soft_wrap=True)
     check_achieved(outcome)
+
+
+def told_last(outcome: Outcome) -> tuple[list[str], list[str]]:
+    """The outcome's notes, and apart the ones to tell last: how to continue a campaign that
+    stopped on a busy machine."""
+    last = [n for n in outcome.notes if n.startswith(BUSY_STOP)]
+    return [n for n in outcome.notes if n not in last], last
 
 
 def check_achieved(outcome: Outcome) -> None:
     if outcome.achieved or outcome.kind not in ("tune", "sample"):
         return
+    notes, last = told_last(outcome)
     why = [
-        *outcome.notes,
+        *notes,
         f"{outcome.runs_failed} run(s) failed, {outcome.runs_disturbed} disturbed",
     ]
     if outcome.last_error:
         why.append(f"last error: {outcome.last_error}")
+    then = "".join(f"; {note}" for note in last)  # how to continue, last
     raise NothingAchieved(
         f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
-        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run"
+        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run{then}"
     )
 
 
@@ -168,7 +183,7 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune run --resume my-campaign --budget 50
         """
-        reporter = ConsoleReporter(quiet or json_out)
+        reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it
         if resume:
             with Store(store) as db:
                 result = resume_tuning(
@@ -222,6 +237,19 @@ def register(app: typer.Typer) -> None:
         campaign: str = typer.Argument(..., help="The stored campaign to continue."),
         budget: int = typer.Option(None, help="Tuning: raise the budget to this many evaluations."),
         seconds: float = typer.Option(None, help="A time budget for this sitting."),
+        busy_wait: float = typer.Option(
+            None,
+            "--busy-wait",
+            help="Seconds to wait for a busy machine before stopping again, this sitting "
+            "\\[default: as the campaign was started].",
+        ),
+        check_disturbance: bool = typer.Option(
+            None,
+            "--check-disturbance/--no-check-disturbance",
+            help="Redo runs that other work disturbed and wait while the machine is busy, this "
+            "sitting; --no-check-disturbance measures on a busy machine anyway \\[default: as "
+            "the campaign was started].",
+        ),
         store: str = StoreOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
@@ -230,10 +258,16 @@ def register(app: typer.Typer) -> None:
         verification): the runs it has are kept, the missing ones measured.
 
         Example: stortune resume fs1 --budget 40
+
+        Example: stortune resume fs1 --busy-wait 1800
         """
+        rules = {"busy_wait": busy_wait, "check_disturbance": check_disturbance}
         with Store(store) as db:
             measuring = open_campaign(db, campaign, budget=budget, seconds=seconds)
-            outcome = run_measuring(measuring, ConsoleReporter(quiet or json_out), campaign)
+            given = {k: v for k, v in rules.items() if v is not None}
+            measuring.rules = replace(measuring.rules, **given)
+            reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it
+            outcome = run_measuring(measuring, reporter, campaign)
         print_outcome(outcome, measuring.log.objective.metric, json_out)
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import shlex
 import signal
 import statistics
 import threading
@@ -50,6 +52,7 @@ from stortune.workloads.base import Measurement, Workload
 
 log = logging.getLogger(__name__)
 APPLY_ERROR = "apply: "  # how a failed run's error begins when its config did not apply
+BUSY_STOP = "stopped: the machine stayed busy"  # how the note on a busy machine's stop begins
 
 
 # ---- what plans and the runner exchange ----------------------------------------------------
@@ -142,6 +145,7 @@ class EventKind(StrEnum):
     RUN = "run"  # a run finished (and is stored)
     TRIAL = "trial"  # a trial's value is known
     WAIT = "wait"  # the machine is busy: waiting (message, seconds left)
+    STOP = "stop"  # measuring stopped before the plan's end: why, and how to go on (message)
 
 
 @dataclass
@@ -251,10 +255,9 @@ class Runner:
         outcome.seconds = time.monotonic() - started
         outcome.waited_seconds = self._waited
         if stopped_by == StopReason.BUSY:
-            outcome.notes.append(
-                f"stopped: the machine stayed busy ({self._busy_reason}) for "
-                f"{self.rules.busy_wait:g} s; finished runs are kept"
-            )
+            note = busy_stop_note(campaign.name, store.url, self._busy_reason, self.rules.busy_wait)
+            outcome.notes.append(note)
+            self.on_event(Event(EventKind.STOP, message=note))
         elif stopped_by == StopReason.TIME:
             outcome.notes.append(f"stopped: the time budget of {self.seconds:g} s was spent")
         return outcome
@@ -470,6 +473,32 @@ def measure_plain(
             **measurement.info,
         )
     return measurement
+
+
+def busy_stop_note(campaign: str, store_url: str, reason: str, busy_wait: float) -> str:
+    """Why a campaign stopped on a busy machine, and the commands that continue it: once the
+    machine is quiet, waiting longer, or measuring anyway (disturbed runs are not redone)."""
+    resume = f"stortune resume {shlex.quote(campaign)}{store_option(store_url)}"
+    longer = max(1800.0, 3 * busy_wait)
+    return (
+        f"{BUSY_STOP} ({reason}) for {busy_wait:g} s; finished runs are "
+        f"kept. To continue: `{resume}` once the machine is quiet, `{resume} --busy-wait "
+        f"{longer:g}` to wait longer, or `{resume} --no-check-disturbance` to measure anyway"
+    )
+
+
+def store_option(url: str) -> str:
+    """`` --store PATH`` naming a store, or "" for the store a command opens when given none
+    (``stortune.db`` here, or ``$STORTUNE_STORE``)."""
+    from stortune.store import normalize_url
+
+    try:
+        implied = normalize_url(os.environ.get("STORTUNE_STORE") or "stortune.db")
+    except StortuneError:
+        implied = ""
+    if url == implied:
+        return ""
+    return f" --store {shlex.quote(url.removeprefix('sqlite:///'))}"
 
 
 def campaign_outcome(log: CampaignLog, stopped_by: StopReason | str) -> Outcome:
