@@ -64,8 +64,10 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         console.print(note, highlight=False)
     for risk in result.risks:
         console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
-    if result.in_loop is not None:
-        console.print(result.in_loop.text(), highlight=False)
+    if result.in_loop is not None:  # a ratio: its values are relative to a reference, no MB/s
+        loop = result.in_loop
+        over = "the default" if loop.baseline == "default" else "the config tuning started from"
+        console.print(f"in the loop: {loop.ratio_text()} over {over}", highlight=False)
     results = result.verification.results if result.verification else {}
     for found in results.values():
         console.print(f"{found.gain.text()}: {found.judgement}", highlight=False)
