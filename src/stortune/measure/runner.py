@@ -467,7 +467,11 @@ def measure_plain(
         measurement = Measurement.failed(f"{type(exc).__name__}: {exc}")
     missing = [m for m in log.objective.measured if m not in measurement.metrics]
     if measurement.ok and missing:
-        have = ", ".join(sorted(measurement.metrics)[:12]) or "none"
+        import difflib
+
+        names = sorted(measurement.metrics)
+        close = [n for m in missing for n in difflib.get_close_matches(m, names, 5, 0.5)]
+        have = ", ".join(dict.fromkeys([*close, *names[:12]])) or "none"
         measurement = Measurement.failed(
             f"the run reported no metric {', '.join(map(repr, missing))} (it has: {have})",
             **measurement.info,

@@ -119,8 +119,16 @@ class Gain:
         )
         return (
             f"{self.label} vs {self.baseline} on {self.metric} ({better} is better): "
-            f"{self.ratio_text()}; means {self.default_mean:.3g} and {self.best_mean:.3g}, {runs}"
+            f"{self.ratio_text()}; means {_number(self.default_mean)} and "
+            f"{_number(self.best_mean)}, {runs}"
         )
+
+
+def _number(value: float) -> str:
+    """3 significant digits, whole numbers from 100 up (2030, not 2.03e+03)."""
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def gain(

@@ -67,8 +67,10 @@ def subject(ctx: Context) -> str:
         return ctx.subject
     names = [w.get("name") or w.get("job") for w in ctx.campaign.workload.get("workloads", [])]
     who = "+".join(n for n in names if n) or ctx.campaign.name
+    # the file system of the config recommended (the default's when it is kept), else the best
     best = ctx.findings.best
-    where = (best.config.get("fs") if best else None) or ctx.campaign.space_name
+    chosen = ctx.findings.recommended or (best.config if best else {})
+    where = chosen.get("fs") or ctx.campaign.space_name
     return f"{who} on {where}"
 
 

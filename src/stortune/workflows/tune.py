@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stortune.enums import CampaignKind, Direction, RunStatus
+from stortune.enums import CampaignKind, Direction, RunStatus, StopReason
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
 from stortune.measure.log import CampaignLog
@@ -144,7 +144,7 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     result.ranking = ranking
     if result.outcome.best_config is not None:
         result.risks = risks_of(job.space, result.outcome.best_config)
-    if job.verify > 0:
+    if job.verify > 0 and result.outcome.stopped_by != StopReason.BUSY:
         rules = VerifyRules.of(job.verify, job.verify_max, confidence=job.settings.confidence)
         result.verification = _verify(
             store, measuring, job.space, job.target, job.compare, rules, reporter
@@ -178,7 +178,7 @@ def resume_tuning(
     result = _tune(store, measuring, measuring.plan, agent, reporter)
     if result.outcome.best_config is not None:
         result.risks = risks_of(space or measuring.plan.space, result.outcome.best_config)
-    if verify_repetitions > 0:
+    if verify_repetitions > 0 and result.outcome.stopped_by != StopReason.BUSY:
         campaign = measuring.campaign
         previous = latest_verification(store, campaign)
         whole = space or (space_of(previous) if previous is not None else measuring.plan.space)
