@@ -206,9 +206,7 @@ STEADY = textwrap.dedent(
 )
 
 
-def test_racing_never_crowns_a_config_that_breaks_a_guardrail(
-    store: Store, tmp_path: Path
-) -> None:
+def test_racing_never_crowns_a_config_that_breaks_a_guardrail(store: Store, tmp_path: Path) -> None:
     """x=1 wins the objective by 1.5x but halves the guardrail: its race is won on `ops`, yet
     it never becomes the incumbent, so the campaign's best is x=2 (1.2x, guardrail held)."""
     from conftest import tune

@@ -77,9 +77,7 @@ def recommend(store: Store, name: str) -> Recommendation:
     files = install_files(str(tuned.target.get("kind", "")), config, space)
     text = render_files(files, "\n".join(lines))
     gain = results["best"].gain if "best" in results else None
-    return Recommendation(
-        tuned.name, config, why, gain, text, risks, advice, files, verification
-    )
+    return Recommendation(tuned.name, config, why, gain, text, risks, advice, files, verification)
 
 
 def advise(verification: Verification | None, campaign: str) -> tuple[Advice, str]:
@@ -100,4 +98,3 @@ def advice_line(verification: Verification | None, campaign: str) -> str:
 
 def _verdict_line(advice: Advice, verdict: str) -> str:
     return f"{advice.upper()}: {verdict}"
-
