@@ -67,7 +67,8 @@ def test_tune_ceph_compares_default_best_and_a_config_file_then_recommends(
     assert tuned.exit_code == 0, tuned.output
     report = json.loads(tuned.output)
     assert report["outcome"]["evaluations"] == 2
-    assert report["gain"]["label"] == "best" and report["gain"]["n_default"] == 2
+    # at least the 2 rounds asked; more while best's verdict is open
+    assert report["gain"]["label"] == "best" and report["gain"]["n_default"] >= 2
     mine = report["compared"]["mine"]
     assert mine["n_best"] == 2 and mine["best_mean"] > 0
     with Store(str(store)) as db:

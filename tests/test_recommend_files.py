@@ -123,8 +123,12 @@ SPACE = "name: one\nparameters:\n  x: {type: int, low: 0, high: 9, default: 1}\n
 @pytest.mark.parametrize(
     ("bench", "advice", "says"),
     [
-        ('print(json.dumps({"v": float(sys.argv[1])}))', "apply it", "APPLY IT: verified"),
-        ('print(json.dumps({"v": 5.0}))', "keep the default", "KEEP THE DEFAULT: within noise"),
+        (
+            'print(json.dumps({"v": float(sys.argv[1])}))',
+            "apply it",
+            "APPLY IT: the best config re-measured",
+        ),
+        ('print(json.dumps({"v": 5.0}))', "keep the default", "KEEP THE DEFAULT: the best config"),
     ],
 )
 def test_the_verdict_follows_the_verified_gain(

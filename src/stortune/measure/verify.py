@@ -11,8 +11,9 @@ interval of the means, into which the drift would go whole.
 The verification is sequential: after `VerifyRules.min_rounds` it looks after every round and
 stops measuring a label once its `Judgement` is decided: better (the interval lies above 1),
 worse (below), equivalent (inside 1 ± `equivalence`), or a trade-off (better, but a guardrail
-metric measured in the same runs fell beyond its allowed share), each only once the interval is
-narrower than `precision`; at `max_rounds` what is still open is undecided, with the rounds a
+metric measured in the same runs fell beyond its allowed share), each but worse only once the
+interval is narrower than `precision` (a config worse beyond the noise is not kept however wide
+its interval); at `max_rounds` what is still open is undecided, with the rounds a
 decision would need. Compared configs (an expert's, what each risky value buys) are measured in
 the first `min_rounds` only. `Verification` reads it all back as one object: configs by label,
 gains, guardrail checks, judgements and the config to recommend.
@@ -311,7 +312,7 @@ def judge(
     precise = gain.half_width <= rules.precision
     broken = [c for c in checks if c.status == GuardrailStatus.BROKEN]
     unclear = [c for c in checks if c.status == GuardrailStatus.UNCLEAR]
-    if precise and high < 1:
+    if high < 1:  # worse beyond the noise: no precision needed to keep the default
         return Judgement.WORSE, ""
     if precise and 1 - rules.equivalence <= low and high <= 1 + rules.equivalence:
         return Judgement.EQUIVALENT, ""

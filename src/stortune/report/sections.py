@@ -490,15 +490,42 @@ def verification_section(ctx: Context) -> Section:
             )
         return section
     found = ctx.findings
-    rows = [["default", str(gain.n_default), fmt(gain.default_mean), "-", ""]]
+    checked = found.checked
+    results = checked.results if checked else {}
+    reached = checked.reached if checked else {}
+    rows = [
+        ["default", str(gain.n_default), fmt(gain.default_mean), "-", "", "",
+         _reached(reached.get("default")), ""]
+    ]  # fmt: skip
     for label, g in found.gains.items():
         risky = "; ".join(r.text() for r in found.risks.get(label, []))
-        rows.append([label, str(g.n_best), fmt(g.best_mean), _interval(g), risky])
+        result = results.get(label)
+        judgement = str(result.judgement) if result else ""
+        guards = "; ".join(c.text() for c in result.guardrails) if result else ""
+        rows.append(
+            [label, str(g.n_best), fmt(g.best_mean), _interval(g), judgement, guards,
+             _reached(reached.get(label)), risky]
+        )  # fmt: skip
     level = f"{gain.confidence:.0%} CI"
-    columns = ["config", "runs", f"mean {gain.metric}", f"ratio to default ({level})", "risks"]
+    columns = [
+        "config", "rounds", f"mean {gain.metric}", f"ratio to default ({level})", "verdict",
+        "guardrails", "reached the device", "risks",
+    ]  # fmt: skip
     section.tables.append(Table(columns, rows))
     section.text.append(advice(ctx))
-    section.text.append(gain.text())
+    section.text.append(
+        "Each round measured every config once, side by side; the ratios are the geometric "
+        "mean of the rounds' ratios to the default, with a paired interval, so drift between "
+        "rounds cancels. A config is measured until its verdict is decided or the rounds allowed "
+        "run out."
+    )
+    served = [k for k, v in reached.items() if v is False]
+    if served:
+        section.text.append(
+            f"WARNING: the runs of {', '.join(served)} were served largely from memory, not the "
+            "device (few of the bytes the workload moved reached it, or the result exceeded "
+            "the device's raw bandwidth): a gain there may be a caching one."
+        )
     loop = found.in_loop
     if loop is not None and not ctx.started_at_default:
         section.text.append(
@@ -513,6 +540,10 @@ def verification_section(ctx: Context) -> Section:
         )
     section.data = {**gain.to_dict(), "gains": {k: g.to_dict() for k, g in found.gains.items()}}
     return section
+
+
+def _reached(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO: memory"
 
 
 def models_section(ctx: Context) -> Section:
