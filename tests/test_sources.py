@@ -35,6 +35,18 @@ def test_campaign_source_ranks_relative_values_first(swept: str) -> None:
     assert raw.metrics[0] == "mbs"
 
 
+def test_a_named_metric_of_a_campaign_comes_alone_and_relative_on_asking(swept: str) -> None:
+    """Naming ``METRIC`` picks that metric (no other metric column becomes a parameter);
+    ``METRIC_rel`` picks it relative to the reference runs around each run."""
+    raw = load_source("s", swept, metrics=["mbs"])
+    assert raw.metrics == ["mbs"] and raw.params == ["level"]
+    relative = load_source("s", swept, metrics=["mbs_rel"])
+    assert relative.metrics == ["mbs_rel"] and relative.params == ["level"]
+    means = relative.frame.groupby("level")["mbs_rel"].mean()
+    for level, value in means.items():
+        assert value == pytest.approx(level, rel=0.02)
+
+
 def test_an_open_store_is_read_without_opening_it_again(
     swept: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

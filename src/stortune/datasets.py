@@ -156,8 +156,11 @@ def from_frame(frame: pd.DataFrame, metrics: list[str] | None = None, source: st
     if renames:
         frame = frame.rename(columns=renames)
         metric_cols = [renames.get(c, c) for c in metric_cols]
+    # a column named as a metric (``metric.*``) is never a parameter, chosen or not
     params = [
-        c for c in frame.columns if c not in metric_cols and not str(c).startswith(RUN_PREFIX)
+        c
+        for c in frame.columns
+        if c not in metric_cols and not str(c).startswith((RUN_PREFIX, METRIC_PREFIX))
     ]
     for name in metric_cols:
         if name in frame.columns and not pd.api.types.is_numeric_dtype(frame[name]):

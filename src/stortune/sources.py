@@ -87,6 +87,11 @@ def load_source(
                 frame = _stored_frame(db, str(source), metrics)
         if frame.empty:
             raise DatasetError(f"campaign {str(source)!r} has no successful runs")
+        if metrics:  # a campaign's metric columns carry the prefix; a caller names the metric
+            metrics = [
+                f"{METRIC_PREFIX}{m}" if f"{METRIC_PREFIX}{m}" in frame.columns else m
+                for m in metrics
+            ]
         dataset = from_frame(frame, metrics=metrics, source=f"campaign {source}")
         frame = dataset.frame
     frame = _only_ok(frame)
