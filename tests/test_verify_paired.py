@@ -228,3 +228,11 @@ def test_racing_never_crowns_a_config_that_breaks_a_guardrail(store: Store, tmp_
     assert all(race["verdict"] == "breaks guardrail" for race in races[1])
     assert races[1][0]["guardrails"]["guard"] == pytest.approx(math.log(0.5))
     assert result.outcome.best_config == {"x": 2}
+
+
+def test_a_time_capped_verification_stops_undecided(store: Store, tmp_path: Path) -> None:
+    rules = VerifyRules(3, 1000, equivalence=0.001, precision=0.001, max_seconds=3.0)
+    found = verification(store, tmp_path, 8, rules, 1.3)
+    assert found.rules.max_seconds == 3.0 and 3 <= found.rounds < 1000
+    # a precision of 0.1% is out of reach in 3 s: what the time left open is undecided
+    assert found.results["best"].judgement == Judgement.UNDECIDED

@@ -170,6 +170,12 @@ def register(app: typer.Typer) -> None:
             help="The most verification rounds before an open verdict is called undecided "
             "\\[default: 4 x --verify, at least 12].",
         ),
+        verify_seconds: float = typer.Option(
+            None,
+            "--verify-seconds",
+            help="A time cap on the verification, beside --verify-max: what is open then is "
+            "undecided.",
+        ),
         compare: list[str] = typer.Option(
             [],
             "--compare",
@@ -230,6 +236,7 @@ def register(app: typer.Typer) -> None:
                     compare=compared_configs(compare, whole) if whole and compare else None,
                     verify_repetitions=verify,
                     verify_max=verify_max,
+                    verify_seconds=verify_seconds,
                     agent=agent,
                     reporter=reporter,
                 )
@@ -275,6 +282,7 @@ def register(app: typer.Typer) -> None:
                     rank=RankOptions(rank, top_k, hold, rank_budget) if rank else None,
                     verify=verify,
                     verify_max=verify_max,
+                    verify_seconds=verify_seconds,
                     compare=compared,
                     agent=agent,
                     allow_risk=allow_risk,

@@ -142,6 +142,7 @@ def open_campaign(
             rounds = replace(rounds, max_rounds=max(budget, rounds.min_rounds))
             log.update_settings({**settings, **rounds.to_settings()})
         plan = VerifyPlan(log, workloads, rounds)
+        seconds = seconds or rounds.max_seconds
     else:
         raise StortuneError(f"campaign {name!r} is of an unknown kind {kind!r}")
     return Measuring(log, plan, target, rules, seconds)

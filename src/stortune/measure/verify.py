@@ -198,6 +198,7 @@ class VerifyRules:
     precision: float = 0.15
     confidence: float = 0.9
     sequential: tuple[str, ...] = SEQUENTIAL_LABELS  # labels measured until decided
+    max_seconds: float | None = None  # a time cap beside the rounds' (hard, as --seconds is)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sequential", tuple(self.sequential))
@@ -211,6 +212,10 @@ class VerifyRules:
             raise StortuneError("equivalence and precision are shares above 0 (0.05 = 5%)")
         if not 0 < self.confidence < 1:
             raise StortuneError(f"the confidence is a fraction in (0, 1), not {self.confidence}")
+        if self.max_seconds is not None and not (
+            math.isfinite(self.max_seconds) and self.max_seconds > 0
+        ):
+            raise StortuneError(f"the verification's time cap must be positive: {self.max_seconds}")
 
     @classmethod
     def of(cls, min_rounds: int, max_rounds: int | None = None, **more: Any) -> VerifyRules:

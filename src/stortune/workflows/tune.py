@@ -63,6 +63,7 @@ class TuneJob:
     rank: RankOptions | None = None
     verify: int = 0  # the fewest rounds of the verification (0: skip it)
     verify_max: int | None = None  # the most rounds (None: `VerifyRules.of`'s default)
+    verify_seconds: float | None = None  # a time cap on the verification
     compare: dict[str, Config] = field(default_factory=dict)
     agent: Path | None = None  # ddpg: continue from this saved agent and save it back
     allow_risk: bool = False  # search values that can lose data on a crash too
@@ -145,7 +146,12 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     if result.outcome.best_config is not None:
         result.risks = risks_of(job.space, result.outcome.best_config)
     if job.verify > 0 and result.outcome.stopped_by != StopReason.BUSY:
-        rules = VerifyRules.of(job.verify, job.verify_max, confidence=job.settings.confidence)
+        rules = VerifyRules.of(
+            job.verify,
+            job.verify_max,
+            confidence=job.settings.confidence,
+            max_seconds=job.verify_seconds,
+        )
         result.verification = _verify(
             store, measuring, job.space, job.target, job.compare, rules, reporter
         )
@@ -162,6 +168,7 @@ def resume_tuning(
     compare: Mapping[str, Config] | None = None,
     verify_repetitions: int = 0,
     verify_max: int | None = None,
+    verify_seconds: float | None = None,
     agent: Path | None = None,
     reporter: Reporter | None = None,
 ) -> TuneResult:
@@ -183,7 +190,7 @@ def resume_tuning(
         previous = latest_verification(store, campaign)
         whole = space or (space_of(previous) if previous is not None else measuring.plan.space)
         target = make_target(campaign.target, whole)  # the tuned one knows only its (pinned) space
-        rules = VerifyRules.of(verify_repetitions, verify_max)
+        rules = VerifyRules.of(verify_repetitions, verify_max, max_seconds=verify_seconds)
         result.verification = _verify(
             store, measuring, whole, target, dict(compare or {}), rules, reporter
         )
