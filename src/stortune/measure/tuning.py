@@ -14,8 +14,8 @@ measured `min_repetitions` times. The tuner is told each config's mean, and the 
 is the last incumbent, never the best single run nor a challenger that did not win its race.
 
 Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
-tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told its stored
-value, races are replayed from their stored verdicts; the trial in progress gets only its
+tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told the value it
+was told live (kept with a raced trial as ``told``: a winner's stored value grows as it defends), races are replayed from their stored verdicts; the trial in progress gets only its
 missing runs. A tuner that reads the target's state (DDPG) is given, before each replayed tell,
 the state the target reported after that trial: rebuilt from the stored run it came from
 (`state_of`, the target's `state_after`), so a resumed agent learns from what the uninterrupted
@@ -195,7 +195,10 @@ class TunePlan(Plan):
             if trial.finished:
                 self._replay_race(trial)
                 self._replay_state(trial, measured_runs, measured_ends)
-                self.tuner.tell(trial.config, trial.value)
+                # what the tuner was told live: a race winner's value grows runs as it defends
+                # its place afterwards, so its stored value now is not what the tuner heard
+                info = trial.info or {}
+                self.tuner.tell(trial.config, info["told"] if "told" in info else trial.value)
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
         return len(stored)
@@ -343,6 +346,7 @@ class TunePlan(Plan):
         if verdict in (Verdict.FIRST, Verdict.WINS):
             self.incumbent = self.log.trial(trial.id)
         self.tuner.observe_state(state)
+        self.log.update_trial_info(trial, {"told": summary.value})  # replayed as told
         self.tuner.tell(trial.config, summary.value)
 
     def _finish_race(
