@@ -14,14 +14,14 @@ measured `min_repetitions` times. The tuner is told each config's mean, and the 
 is the last incumbent, never the best single run nor a challenger that did not win its race.
 
 Resuming replays the stored trials through a fresh tuner seeded as before: each stored trial the
-tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told the value it
-was told live (kept with a raced trial as ``told``: a winner's stored value grows as it defends), races are replayed from their stored verdicts; the trial in progress gets only its
-missing runs. A tuner that reads the target's state (DDPG) is given, before each replayed tell,
-the state the target reported after that trial: rebuilt from the stored run it came from
-(`state_of`, the target's `state_after`), so a resumed agent learns from what the uninterrupted
-one saw. Gauges a target reads live after a run (localfs's and ceph's load and memory) are not
-stored, so a replayed state lacks them.
-"""
+tuner proposed is asked again (keeping a seeded tuner's sequence aligned) and told the value it was
+told live (kept with a raced trial as ``told``: a winner's stored value grows as it defends), races
+are replayed from their stored verdicts; the trial in progress gets only its missing runs. A tuner
+that reads the target's state (DDPG) is given, before each replayed tell, the state the target
+reported after that trial: rebuilt from the stored run it came from (`state_of`, the target's
+`state_after`), so a resumed agent learns from what the uninterrupted one saw. Gauges a target
+reads live after a run (localfs's and ceph's load and memory) are not stored, so a replayed state
+lacks them."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ class TunePlan(Plan):
                 # what the tuner was told live: a race winner's value grows runs as it defends
                 # its place afterwards, so its stored value now is not what the tuner heard
                 info = trial.info or {}
-                self.tuner.tell(trial.config, info["told"] if "told" in info else trial.value)
+                self.tuner.tell(trial.config, info.get("told", trial.value))
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
         return len(stored)
