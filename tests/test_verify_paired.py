@@ -236,3 +236,18 @@ def test_a_time_capped_verification_stops_undecided(store: Store, tmp_path: Path
     assert found.rules.max_seconds == 3.0 and 3 <= found.rounds < 1000
     # a precision of 0.1% is out of reach in 3 s: what the time left open is undecided
     assert found.results["best"].judgement == Judgement.UNDECIDED
+
+
+def test_a_config_whose_runs_came_from_memory_is_not_said_to_reach_the_device() -> None:
+    from types import SimpleNamespace
+
+    from stortune.measure.verify import runs_reached
+
+    def run(cached: float, status: str = "ok") -> SimpleNamespace:
+        metrics = {"device.cache_served": cached, "device.above_raw": 0.0}
+        return SimpleNamespace(status=status, metrics=metrics)
+
+    assert runs_reached([run(0.0)] * 5) is True
+    assert runs_reached([run(1.0)] * 3 + [run(0.0)] * 2) is False
+    assert runs_reached([run(1.0, "failed")] + [run(0.0)] * 4) is True  # failed runs say nothing
+    assert runs_reached([SimpleNamespace(status="ok", metrics={"ops": 1.0})]) is None

@@ -610,7 +610,8 @@ class Verification:
             results[label] = LabelResult(label, item.gain, item.checks, judgement, why)
         configs = {label: dict(t.config) for t in trials if (label := _label(t)) is not None}
         rounds = 1 + max((r.repetition for t in trials for r in t.runs), default=-1)
-        return cls(campaign, tuned or campaign, objective, rules, configs, results, rounds)
+        reached = {label: runs_reached(t.runs) for t in trials if (label := _label(t))}
+        return cls(campaign, tuned or campaign, objective, rules, configs, results, rounds, reached)
 
     @property
     def gains(self) -> dict[str, Gain]:
