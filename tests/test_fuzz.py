@@ -1076,16 +1076,24 @@ def test_values_that_broke_are_refused_in_one_line(argv: list[str]) -> None:
     assert code == 2
 
 
-def test_a_foreign_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("tables", "named"), [(["notes"], "notes"), (["runs"], "runs"), (["runs", "x"], "x")]
+)
+def test_a_foreign_sqlite_file_is_refused_and_left_alone(
+    tmp_path: Path, tables: list[str], named: str
+) -> None:
+    """Even one whose table has a name stortune uses too (`runs`): a stortune store has its
+    `campaigns`, and no table stortune did not create."""
     path = tmp_path / "other.db"
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("CREATE TABLE notes (text)")
+        for table in tables:
+            db.execute(f"CREATE TABLE {table} (text)")
         db.commit()
     code, output = assert_handled(["campaigns", "--store", str(path)])
-    assert code == 2 and "another program's database (tables notes)" in output
+    assert code == 2 and f"another program's database (tables {named})" in output
     with contextlib.closing(sqlite3.connect(path)) as db:
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"notes"}
+        found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert found == set(tables)
 
 
 def test_a_store_with_a_broken_cell_is_one_line(tmp_path: Path, real_store: Path) -> None:

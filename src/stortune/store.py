@@ -195,15 +195,17 @@ class Store:
             try:
                 older = sa.inspect(self.engine).has_table("campaigns")
                 tables = set(sa.inspect(self.engine).get_table_names())
+                foreign = sorted(tables - set(metadata.tables))
                 if (
                     self.engine.dialect.name == "sqlite"
                     and tables
-                    and not tables & set(metadata.tables)
+                    and (foreign or "campaigns" not in tables)
                 ):
                     # a SQLite file of another program: adding stortune's tables would alter it
                     raise StoreError(
                         f"cannot open the store {self.url}: it is another program's database "
-                        f"(tables {', '.join(sorted(tables)[:5])}), not a stortune store"
+                        f"(tables {', '.join((foreign or sorted(tables))[:5])}), not a stortune "
+                        "store; it is left as it was"
                     )
                 metadata.create_all(self.engine)
                 self.schema_version = self._settle_version(older)
