@@ -518,6 +518,50 @@ def test_an_interrupted_verification_is_recorded_and_resumes(store: Store, bench
     assert gain.gain == pytest.approx(10 / 6 - 1)
 
 
+def test_tune_resume_continues_a_stopped_verification_instead_of_a_new_one(
+    store: Store, bench: Path
+) -> None:
+    from stortune.errors import Interrupted
+    from stortune.workflows.tune import resume_tuning
+
+    space = parse_space(OK_ONLY)
+    runs = []
+
+    class StopAfterThree:
+        def note(self, text: str) -> None:
+            pass
+
+        def measuring(self, label: str, measuring: Any) -> Any:
+            from contextlib import nullcontext
+
+            def on_event(event: Any) -> None:
+                if event.kind == "run" and label.startswith("re-measuring"):
+                    runs.append(event)
+                    if len(runs) == 3:
+                        raise KeyboardInterrupt
+
+            return nullcontext(on_event)
+
+    from stortune.measure.objective import Objective
+    from stortune.workflows.tune import TuneJob, start_tuning
+
+    job = TuneJob(
+        space=space, target=target(bench), workloads=[None], objective=Objective("score"),
+        settings=TuneSettings(budget=3, repetitions=1), name="v", verify=4,
+    )  # fmt: skip
+    with pytest.raises(Interrupted):
+        start_tuning(store, job, StopAfterThree())
+    assert store.campaign("v-verify").status == "interrupted"
+    result = resume_tuning(store, "v", verify_repetitions=4)
+    assert result.verification is not None and result.verification.campaign.name == "v-verify"
+    assert store.campaign("v-verify").status == "finished"
+    assert store.run_count(store.campaign("v-verify").id) == 8  # 3 kept, 5 more: none again
+    assert "v-verify-2" not in {c.name for c in store.campaigns()}
+    # a finished verification is not continued: asking again verifies anew, as before
+    again = resume_tuning(store, "v", verify_repetitions=4)
+    assert again.verification is not None and again.verification.campaign.name == "v-verify-2"
+
+
 def test_a_time_budget_is_a_hard_limit(store: Store, bench: Path) -> None:
     space = parse_space(OK_ONLY)
     started = time.monotonic()

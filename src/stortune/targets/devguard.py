@@ -140,7 +140,7 @@ def check_scratch_device(path: str, destroy_data: bool) -> BlockDevice:
     found = signature(path)
     if found is not None and not destroy_data:
         raise TargetError(
-            f"refusing {path}: it holds {found}; pass destroy_data=True to format it anyway"
+            f"refusing {path}: it holds {found}; give --destroy-data to format it anyway"
         )
     return dev
 

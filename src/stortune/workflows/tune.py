@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stortune.enums import CampaignKind, Direction, RunStatus, StopReason
+from stortune.enums import CampaignKind, CampaignStatus, Direction, RunStatus, StopReason
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
 from stortune.measure.log import CampaignLog
@@ -190,11 +190,36 @@ def resume_tuning(
         previous = latest_verification(store, campaign)
         whole = space or (space_of(previous) if previous is not None else measuring.plan.space)
         target = make_target(campaign.target, whole)  # the tuned one knows only its (pinned) space
+        if _unfinished_of_best(store, campaign, previous, whole):
+            assert previous is not None
+            reporter.note(f"continuing the verification {previous.name}, which was stopped")
+            run_measuring(
+                open_campaign(store, previous.name, target=target), reporter, previous.name
+            )
+            result.verification = Verification.read(store, store.campaign(previous.name), campaign)
+            return result
         rules = VerifyRules.of(verify_repetitions, verify_max, max_seconds=verify_seconds)
         result.verification = _verify(
             store, measuring, whole, target, dict(compare or {}), rules, reporter
         )
     return result
+
+
+def _unfinished_of_best(
+    store: Store, campaign: Campaign, previous: Campaign | None, space: Space
+) -> bool:
+    """Whether `previous`, the campaign's latest verification, stopped before it finished and
+    re-measures the campaign's best config as it is now: then it is continued, not begun anew."""
+    if previous is None or previous.status == CampaignStatus.FINISHED:
+        return False
+    best = campaign_best(campaign, store.trials(campaign.id))
+    labelled = {(t.info or {}).get("label"): t.config for t in store.trials(previous.id)}
+    if best is None or "best" not in labelled:
+        return False
+    try:
+        return space.validate(dict(best.config)) == space.validate(dict(labelled["best"]))
+    except StortuneError:
+        return False
 
 
 def _rank(store: Store, job: TuneJob, space: Space, name: str, reporter: Reporter) -> Ranking:
