@@ -105,10 +105,10 @@ class Gain:
         if not self.known:
             return "unknown (a ratio needs every run above 0)"
         if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
-            return f"{self.ratio:.3g}x (no CI: each config needs two runs)"
+            return f"{format_ratio(self.ratio)}x (no CI: each config needs two runs)"
         return (
-            f"{self.ratio:.3g}x ({self.confidence:.0%} CI {self.ratio_low:.3g}-"
-            f"{self.ratio_high:.3g})"
+            f"{format_ratio(self.ratio)}x ({self.confidence:.0%} CI {format_ratio(self.ratio_low)}-"
+            f"{format_ratio(self.ratio_high)})"
         )
 
     def text(self) -> str:
@@ -123,6 +123,13 @@ class Gain:
             f"{self.ratio_text()}; means {_number(self.default_mean)} and "
             f"{_number(self.best_mean)}, {runs}"
         )
+
+
+def format_ratio(value: float) -> str:
+    """A ratio to 3 significant digits, trailing zeros kept (1.00, 0.556, 12.5)."""
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:#.3g}".rstrip(".")
 
 
 def _number(value: float) -> str:
@@ -275,8 +282,13 @@ class GuardrailCheck:
         g, r = self.guardrail, self.ratio
         if r is None or self.status == GuardrailStatus.UNKNOWN:
             return f"{g.metric}: not measured"
-        interval = f"{r.ci_low:.3g}-{r.ci_high:.3g}" if math.isfinite(r.ci_high) else "no interval"
-        return f"{g.metric} {r.ratio:.3g}x ({interval}; {self.status}, may fall to {g.floor:.2g}x)"
+        interval = (
+            f"{format_ratio(r.ci_low)}-{format_ratio(r.ci_high)}"
+            if math.isfinite(r.ci_high)
+            else "no interval"
+        )
+        floor = f"may fall to {g.floor:.2g}x"
+        return f"{g.metric} {format_ratio(r.ratio)}x ({interval}; {self.status}, {floor})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -345,8 +357,8 @@ def _why_undecided(gain: Gain, unclear: Sequence[GuardrailCheck], rules: VerifyR
         names = ", ".join(c.guardrail.metric for c in unclear)
         return f"better, but guardrail {names} may have fallen below its floor; {more}"
     return (
-        f"its interval {gain.ratio_low:.3g}-{gain.ratio_high:.3g} includes no change and "
-        f"reaches beyond ±{rules.equivalence:.0%}; {more}"
+        f"its interval {format_ratio(gain.ratio_low)}-{format_ratio(gain.ratio_high)} includes "
+        f"no change and reaches beyond ±{rules.equivalence:.0%}; {more}"
     )
 
 
@@ -653,7 +665,7 @@ class Verification:
                     "compare the runs themselves"
                 ),
             )
-        span = f"{g.ratio_low:.3g}x-{g.ratio_high:.3g}x"
+        span = f"{format_ratio(g.ratio_low)}x-{format_ratio(g.ratio_high)}x"
         if best.judgement == Judgement.TRADE_OFF:
             broken = "; ".join(
                 c.text() for c in best.guardrails if c.status == GuardrailStatus.BROKEN
