@@ -1077,7 +1077,8 @@ def test_values_that_broke_are_refused_in_one_line(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("tables", "named"), [(["notes"], "notes"), (["runs"], "runs"), (["runs", "x"], "x")]
+    ("tables", "named"),
+    [(["notes"], "notes"), (["runs"], "runs"), (["runs", "x"], "x"), (["meta"], "meta")],
 )
 def test_a_foreign_sqlite_file_is_refused_and_left_alone(
     tmp_path: Path, tables: list[str], named: str

@@ -299,7 +299,7 @@ def test_guard_refuses_a_mounted_device(system: Path, scratch: str) -> None:
     with pytest.raises(TargetError, match="mounted at"):
         LocalFsTarget(device=scratch, destroy_data=True, state_dir=system).setup()
     subprocess.run(["umount", str(point)], check=True)
-    with pytest.raises(TargetError, match="holds ext4.*destroy_data"):
+    with pytest.raises(TargetError, match="holds ext4.*--destroy-data"):
         LocalFsTarget(device=scratch, state_dir=system).setup()
 
 

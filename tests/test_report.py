@@ -420,7 +420,7 @@ def test_the_headline_says_the_verdict_recommend_says_and_what_risks_would_buy()
     )
     ctx = SimpleNamespace(findings=SimpleNamespace(checked=checked), campaign=checked.tuned)
     assert advice(ctx) == advice_line(checked, "c")  # one wording: `stortune recommend`'s
-    assert advice(ctx).startswith("KEEP THE DEFAULT: ") and "0.98x-1.04x" in advice(ctx)
+    assert advice(ctx).startswith("KEEP THE DEFAULT: ") and "0.980x-1.04x" in advice(ctx)
     gains = {
         "best": noise,
         "risky ext4_barrier=false": measured(1.9, 1.5, 2.3, "risky ext4_barrier=false"),

@@ -199,7 +199,7 @@ class Store:
                 if (
                     self.engine.dialect.name == "sqlite"
                     and tables
-                    and (foreign or "campaigns" not in tables)
+                    and (foreign or not self._marked(tables))
                 ):
                     # a SQLite file of another program: adding stortune's tables would alter it
                     raise StoreError(
@@ -226,6 +226,17 @@ class Store:
                 # rows stortune did not write (a schema version that is no number), or a driver
                 # option in the URL of the wrong type (sqlite:///x.db?timeout=soon)
                 raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from None
+
+    def _marked(self, tables: set[str]) -> bool:
+        """Whether stortune's own tables mark the file as a store (or one another process is
+        creating: `meta` comes first, then `campaigns`): a file with only a table that happens
+        to share a name with one of stortune's (`runs`) is another program's."""
+        if "campaigns" in tables:
+            return True
+        if "meta" not in tables:
+            return False
+        columns = {c["name"] for c in sa.inspect(self.engine).get_columns("meta")}
+        return columns == set(meta.c.keys())
 
     def _settle_version(self, older: bool) -> int:
         """The store's schema version, after upgrading an older store in one transaction."""
