@@ -426,4 +426,4 @@ def test_the_headline_says_the_verdict_recommend_says_and_what_risks_would_buy()
         "risky ext4_barrier=false": measured(1.9, 1.5, 2.3, "risky ext4_barrier=false"),
         "sample": measured(0.1, 0.0, 0.2, "sample"),
     }
-    assert risky_alternatives(gains) == "ext4_barrier=false 2.9x (90% CI 2.5-3.3)"
+    assert risky_alternatives(gains) == "ext4_barrier=false 2.90x (90% CI 2.50-3.30)"
