@@ -34,6 +34,7 @@ from typing import Any
 from stortune.enums import Direction, RunStatus, TrialStatus
 from stortune.errors import ConfigError, StortuneError
 from stortune.measure.log import CampaignLog
+from stortune.measure.objective import Objective
 from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
 from stortune.measure.reference import REFERENCE, is_reference
 from stortune.measure.results import TrialSummary, finished_slots
@@ -50,14 +51,6 @@ from stortune.space import Config, Space
 from stortune.store import Trial
 from stortune.tuners import Tuner
 from stortune.workloads.base import Workload
-
-
-def _metric_value(metric: str) -> Callable[[Mapping[str, Any]], float | None]:
-    """Reads one metric of a run (a guardrail's), as the objective reads its own."""
-    from stortune.measure.objective import Objective
-
-    return Objective(metric).value
-
 
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
@@ -379,7 +372,7 @@ class TunePlan(Plan):
         carried = ((incumbent.info or {}).get("race") or {}).get("guardrails") or {}
         out = {}
         for g in self.log.objective.guardrails:
-            logs = self._pairs(trial, _metric_value(g.metric), g.direction == Direction.MAX)
+            logs = self._pairs(trial, Objective(g.metric).value, g.direction == Direction.MAX)
             if logs:
                 out[g.metric] = sum(logs) / len(logs) + float(carried.get(g.metric, 0.0))
         return out

@@ -463,7 +463,7 @@ class VerifyPlan(Plan):
 
     def _open(self, trials: Sequence[Trial]) -> list[Trial]:
         """The sequential labels' trials whose judgement is not decided yet."""
-        results = analyse(trials, self.log.objective, self.rules, self._n_workloads, final=False)
+        results = analyse(trials, self.log.objective, self.rules, len(self.workloads), final=False)
         return [
             t
             for t in trials
@@ -471,10 +471,6 @@ class VerifyPlan(Plan):
             and _label(t) in results
             and results[_label(t)].judgement is None
         ]
-
-    @property
-    def _n_workloads(self) -> int:
-        return len(self.workloads)
 
 
 # ---- reading verifications back ------------------------------------------------------------
@@ -503,16 +499,6 @@ def round_values(
     return values
 
 
-def _metric_reader(metric: str) -> Any:
-    def read(metrics: Mapping[str, Any]) -> float | None:
-        value = metrics.get(metric)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value) if math.isfinite(value) else None
-
-    return read
-
-
 @dataclass(frozen=True)
 class _Open:
     """A label's comparison while the verification still runs (judgement None: go on)."""
@@ -534,7 +520,7 @@ def analyse(
     values = round_values(trials, objective.value, n_workloads)
     default = values.pop("default", {})
     guard_values = {
-        g.metric: round_values(trials, _metric_reader(g.metric), n_workloads)
+        g.metric: round_values(trials, Objective(g.metric).value, n_workloads)
         for g in objective.guardrails
     }
     out: dict[str, _Open] = {}
@@ -610,16 +596,13 @@ class Verification:
         objective = objective or Objective.from_dict(campaign.objective)
         rules = VerifyRules.from_settings(campaign.settings)
         n_workloads = len(campaign.workload.get("workloads", [])) or 1
-        finished = campaign.status != "running"
-        found = analyse(trials, objective, rules, n_workloads, final=finished)
-        results = {}
-        for label, item in found.items():
-            judgement = item.judgement
-            why = item.why
-            if judgement is None:  # still running (or stopped early): open is undecided
-                judgement, why = judge(item.gain, item.checks, rules, final=True)
-                judgement = judgement or Judgement.UNDECIDED
-            results[label] = LabelResult(label, item.gain, item.checks, judgement, why)
+        # read back, what is still open (a verification stopped early, or running) is undecided
+        found = analyse(trials, objective, rules, n_workloads, final=True)
+        results = {
+            label: LabelResult(label, item.gain, item.checks, item.judgement or Judgement.UNDECIDED,
+                               item.why)
+            for label, item in found.items()
+        }  # fmt: skip
         configs = {label: dict(t.config) for t in trials if (label := _label(t)) is not None}
         rounds = 1 + max((r.repetition for t in trials for r in t.runs), default=-1)
         reached = {label: runs_reached(t.runs) for t in trials if (label := _label(t))}
