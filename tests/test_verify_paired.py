@@ -144,6 +144,21 @@ def test_an_equal_config_is_verified_equivalent_and_the_default_kept(
     assert "within ±10%" in why
 
 
+def test_a_clearly_worse_config_keeps_the_default_and_says_its_loss_is_not_pinned_down(
+    store: Store, tmp_path: Path
+) -> None:
+    """A 0.6x config is decided worse as soon as its interval lies below 1; the verdict says
+    the size of the loss is not settled when the interval is wider than the precision."""
+    found = verification(store, tmp_path, 8, VerifyRules.of(3, 20), 0.6)
+    result = found.results["best"]
+    assert result.judgement == Judgement.WORSE and result.gain.ratio_high < 1
+    label, advice, why = found.recommended()
+    assert (label, advice) == ("default", Advice.KEEP_DEFAULT)
+    assert why.count("worse") == 1, why
+    assert result.gain.half_width > 0.15  # three rounds of a drifting machine
+    assert "by how much is not" in why and "±15%" in why
+
+
 def test_a_capped_verification_is_undecided_and_says_how_many_more_rounds(
     store: Store, tmp_path: Path
 ) -> None:

@@ -674,7 +674,10 @@ class Verification:
             return (
                 "default",
                 Advice.KEEP_DEFAULT,
-                (f"the best config found re-measured {g.ratio_text()} of it on {g.metric}: worse"),
+                (
+                    f"the best config found re-measured {g.ratio_text()} of it on {g.metric}: "
+                    f"worse{self._loss_precision(g)}"
+                ),
             )
         return (
             "default",
@@ -684,6 +687,17 @@ class Verification:
                 f"{g.metric} in {g.rounds} rounds, not decided: {best.why}; continue with "
                 f"`stortune resume {self.campaign.name} --budget {self._more_rounds(best)}`"
             ),
+        )
+
+    def _loss_precision(self, gain: Gain) -> str:
+        """For a worse config whose interval is wider than the precision a gain needs: that
+        the direction is decided and the size of the loss is not, so nobody quotes it."""
+        if gain.half_width <= self.rules.precision:
+            return ""
+        return (
+            f" (decided: the whole interval is below 1; by how much is not, its ±"
+            f"{gain.half_width:.0%} after {gain.rounds} rounds is wider than the "
+            f"±{self.rules.precision:.0%} a gain must show)"
         )
 
     def memory_note(self, label: str) -> str:
