@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -136,6 +137,43 @@ def toy_space_file(tmp_path: Path) -> Path:
 def store(tmp_path: Path) -> Store:
     with Store(str(tmp_path / "results.db")) as db:
         yield db
+
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def postgres_url() -> Any:
+    """A private PostgreSQL server on 127.0.0.1 with an empty database, as the URL a user
+    types; stopped and removed afterwards. Needs root (the server runs as `postgres`)."""
+    if os.geteuid() != 0 or not PG_BIN.is_dir():
+        pytest.skip("starting a private PostgreSQL server here needs root and PostgreSQL 15")
+    pytest.importorskip("psycopg", reason="the postgres extra is installed by `make test`")
+    # pytest's own temporary folders are private to root; the server runs as `postgres`
+    data = Path(tempfile.mkdtemp(prefix="stortune-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    port = free_port()
+
+    def as_postgres(*args: str, check: bool = True) -> None:
+        command = ["runuser", "-u", "postgres", "--", *args]
+        subprocess.run(command, check=check, capture_output=True, timeout=120, cwd="/")
+
+    pg_ctl = str(PG_BIN / "pg_ctl")
+    as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+    server = f"-h 127.0.0.1 -p {port} -k {data}"
+    as_postgres(pg_ctl, "-D", str(data), "-w", "-l", str(data / "log"), "-o", server, "start")
+    try:
+        as_postgres(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "stortune")
+        yield f"postgresql://postgres@127.0.0.1:{port}/stortune"
+    finally:
+        as_postgres(pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop", check=False)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def ensure_ceph() -> None:

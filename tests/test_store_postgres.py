@@ -1,13 +1,10 @@
 """The store on PostgreSQL, the way several machines share one campaign: two processes write runs
 to the same campaign at once, and nothing is lost. A private server is started for the test on
-127.0.0.1 and removed afterwards."""
+127.0.0.1 and removed afterwards (`postgres_url`, tests/conftest.py)."""
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -15,66 +12,9 @@ import pytest
 
 from stortune.store import Store
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="starting a private PostgreSQL server here needs root (runuser)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def postgres_url():
-    # pytest's own temporary folders are private to root; the server runs as `postgres`
-    data = Path(tempfile.mkdtemp(prefix="stortune-pg-"))
-    shutil.chown(data, "postgres", "postgres")
-    port = free_port()
-
-    def as_postgres(*args: str) -> None:
-        command = ["runuser", "-u", "postgres", "--", *args]
-        subprocess.run(command, check=True, capture_output=True, timeout=120, cwd="/")
-
-    as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
-    server = f"-h 127.0.0.1 -p {port} -k {data}"
-    as_postgres(
-        str(PG_BIN / "pg_ctl"),
-        "-D",
-        str(data),
-        "-w",
-        "-l",
-        str(data / "log"),
-        "-o",
-        server,
-        "start",
-    )
-    try:
-        as_postgres(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "stortune")
-        yield f"postgresql://postgres@127.0.0.1:{port}/stortune"  # the URL a user types
-    finally:
-        subprocess.run(
-            [
-                "runuser",
-                "-u",
-                "postgres",
-                "--",
-                str(PG_BIN / "pg_ctl"),
-                "-D",
-                str(data),
-                "-m",
-                "fast",
-                "-w",
-                "stop",
-            ],
-            capture_output=True,
-            timeout=60,
-            cwd="/",
-        )
-        shutil.rmtree(data, ignore_errors=True)
 
 
 WRITER = textwrap.dedent(

@@ -38,6 +38,15 @@ class BusyError(StortuneError):
     """Another stortune benchmark holds the machine's lock."""
 
 
+class CampaignBusy(StortuneError):
+    """Another process holds the campaign's lease: it is measuring that campaign."""
+
+
+class LeaseLost(StortuneError):
+    """Another process took over the campaign's lease while this one measured it (this one's
+    heartbeat had lapsed): this one stops without storing more."""
+
+
 class Interrupted(StortuneError):
     """Ctrl-C or SIGTERM stopped a campaign; its finished runs are stored."""
 

@@ -6,7 +6,8 @@ crash, a Ctrl-C or a full disk loses at most the run in progress.
 
 Vocabulary: a *campaign* is one job (a tuning session, a sweep, an imported dataset); a *trial*
 is one config the campaign evaluated (sequence number `seq`), with a summary of its runs; a *run*
-is one measurement of one workload, one repetition.
+is one measurement of one workload, one repetition. A *lease* says which process is measuring a
+campaign (`measure/lease.py`), so that two never measure the same one at once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from stortune.datasets import Dataset
 
-SCHEMA_VERSION = 2  # 1: stores made before the schema had a version (no meta table)
+SCHEMA_VERSION = 3  # 1: stores made before the schema had a version (no meta table)
 
 metadata = sa.MetaData()
 
@@ -104,6 +105,24 @@ environments = sa.Table(
     sa.Column("fingerprint", sa.JSON, nullable=False),
 )
 
+leases = sa.Table(
+    "leases",
+    metadata,
+    sa.Column(
+        "campaign_id",
+        sa.Integer,
+        sa.ForeignKey("campaigns.id"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    sa.Column("token", sa.String(64), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("pid_space", sa.String(200), nullable=False),
+    sa.Column("acquired_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+)
+
 sa.Index("ix_trials_campaign", trials.c.campaign_id)
 sa.Index("ix_runs_trial", runs.c.trial_id)
 sa.Index("ix_runs_campaign", runs.c.campaign_id)
@@ -133,6 +152,20 @@ class Campaign:
     @property
     def direction(self) -> str:
         return self.objective.get("direction", "max")
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who measures a campaign: a process (`pid` on `host`, whose pids `pid_space` names), a
+    token of its own, and when it last said it is alive (`heartbeat_at`, its clock)."""
+
+    campaign_id: int
+    token: str
+    host: str
+    pid: int
+    pid_space: str
+    acquired_at: float
+    heartbeat_at: float
 
 
 @dataclass
@@ -381,6 +414,48 @@ class Store:
             ).all()
         return [{"recorded_at": r.recorded_at, **r.fingerprint} for r in rows]
 
+    # ---- leases: which process measures a campaign (measure/lease.py) ----------------------
+    def lease(self, campaign_id: int) -> Lease | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(leases).where(leases.c.campaign_id == campaign_id)).first()
+        return None if row is None else Lease(**row._mapping)
+
+    def claim_lease(self, lease: Lease, replacing: str | None = None) -> bool:
+        """Take a campaign's lease when no one holds it (`replacing` None), or from the holder
+        whose token is `replacing`. False when another process got there first: the insert, or
+        the update on the old token, is one atomic step on SQLite and PostgreSQL alike."""
+        values = asdict(lease)
+        try:
+            with self._tx() as conn:
+                if replacing is None:
+                    conn.execute(leases.insert().values(**values))
+                    return True
+                done = conn.execute(
+                    leases.update()
+                    .where(leases.c.campaign_id == lease.campaign_id, leases.c.token == replacing)
+                    .values(**values)
+                )
+                return done.rowcount == 1
+        except sa.exc.IntegrityError:
+            return False
+
+    def renew_lease(self, campaign_id: int, token: str, at: float) -> bool:
+        """Move the heartbeat of `token`'s lease to `at`; False when the lease is not its now."""
+        with self._tx() as conn:
+            done = conn.execute(
+                leases.update()
+                .where(leases.c.campaign_id == campaign_id, leases.c.token == token)
+                .values(heartbeat_at=at)
+            )
+        return done.rowcount == 1
+
+    def release_lease(self, campaign_id: int, token: str) -> None:
+        """Give up `token`'s lease (nothing happens when another process holds it now)."""
+        with self._tx() as conn:
+            conn.execute(
+                leases.delete().where(leases.c.campaign_id == campaign_id, leases.c.token == token)
+            )
+
     # ---- trials and runs ------------------------------------------------------------------
     def add_trial(
         self, campaign_id: int, seq: int, config: Mapping[str, Any], info: Mapping | None = None
@@ -424,7 +499,7 @@ class Store:
         campaign = self.campaign(name)
         count = self.run_count(campaign.id)
         with self._tx() as conn:
-            for table in (runs, trials, environments):
+            for table in (runs, trials, environments, leases):
                 conn.execute(table.delete().where(table.c.campaign_id == campaign.id))
             conn.execute(campaigns.delete().where(campaigns.c.id == campaign.id))
         return count
@@ -793,4 +868,10 @@ def _upgrade_1_to_2(conn: Connection) -> None:
         )
 
 
-UPGRADES: dict[int, Any] = {1: _upgrade_1_to_2}
+def _upgrade_2_to_3(conn: Connection) -> None:
+    """Version 3 keeps which process measures a campaign (the ``leases`` table); nothing
+    stored before changes."""
+    leases.create(conn, checkfirst=True)
+
+
+UPGRADES: dict[int, Any] = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3}

@@ -4,7 +4,8 @@
   busy-machine, time-budget and interrupt rules.
 - plans: `tuning` (a tuner's asks), `sweeping` (a stored design; the noise study),
   `verify` (default, best and compared configs re-measured interleaved).
-- `campaigns`: what a campaign stores, and how `--resume` rebuilds its plan.
+- `campaigns`: what a campaign stores, and how `--resume` rebuilds its plan; `lease`: one
+  process measures a campaign at a time.
 - `log`, `results`, `objective`: the campaign's record, the one rule that summarises a trial
   and picks the best, and what is optimised.
 - the machine: `lock` (one benchmark at a time), `disturbance`, `environment`, `sysmetrics`,

@@ -4,7 +4,9 @@ is turned back into a plan, a target and rules.
 Everything a resume needs is stored with the campaign: the space as YAML, the target's and the
 workloads' specs, the objective, the tuner, its seed and the settings. `open_campaign` rebuilds
 the same plan for any kind, so `--resume NAME` works alike for tuning, sampling, sweeps, noise
-studies and verifications.
+studies and verifications. Measuring takes the campaign's lease first (`lease.py`): one process
+measures a campaign at a time, and settings a sitting changes (a raised budget, more rounds) are
+stored only once it holds it, so a refused process changes nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 
 from stortune.enums import CampaignKind
 from stortune.errors import StortuneError
+from stortune.measure.lease import CampaignLease
 from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective
 from stortune.measure.runner import Event, Outcome, Plan, Runner, RunRules, workload_name
@@ -42,13 +45,24 @@ class Measuring:
     target: Target
     rules: RunRules
     seconds: float | None = None
+    settings: dict[str, Any] | None = None  # stored settings this sitting changes
 
     @property
     def campaign(self) -> Campaign:
         return self.log.campaign
 
+    def lease(self) -> CampaignLease:
+        """The campaign's lease; `run` takes it, and a caller may take it before (it is
+        re-entrant), so that a process refused shows nothing else first."""
+        return CampaignLease(self.log.store, self.campaign)
+
     def run(self, on_event: Callable[[Event], None] | None = None) -> Outcome:
-        return Runner(self.log, self.target, self.rules, on_event, self.seconds).execute(self.plan)
+        with self.lease() as lease:
+            if self.settings is not None:
+                self.log.update_settings(self.settings)
+                self.settings = None
+            runner = Runner(self.log, self.target, self.rules, on_event, self.seconds, lease)
+            return runner.execute(self.plan)
 
 
 def new_campaign(
@@ -114,6 +128,7 @@ def open_campaign(
     settings = dict(campaign.settings)
     rules = RunRules.from_settings(settings)
     log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
+    changed: dict[str, Any] | None = None
     plan: Plan
     if kind in (CampaignKind.TUNE, CampaignKind.SAMPLE):
         if budget is not None:
@@ -123,7 +138,7 @@ def open_campaign(
         )
         log.confidence = tune.confidence
         if budget is not None and settings != campaign.settings:
-            log.update_settings(settings)
+            changed = settings
         tuner = make_tuner(
             campaign.tuner,
             space,
@@ -140,9 +155,9 @@ def open_campaign(
         rounds = VerifyRules.from_settings(settings)
         if budget is not None:  # more rounds for a verification that stopped undecided
             rounds = replace(rounds, max_rounds=max(budget, rounds.min_rounds))
-            log.update_settings({**settings, **rounds.to_settings()})
+            changed = {**settings, **rounds.to_settings()}
         plan = VerifyPlan(log, workloads, rounds)
         seconds = seconds or rounds.max_seconds
     else:
         raise StortuneError(f"campaign {name!r} is of an unknown kind {kind!r}")
-    return Measuring(log, plan, target, rules, seconds)
+    return Measuring(log, plan, target, rules, seconds, changed)

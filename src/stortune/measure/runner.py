@@ -18,6 +18,8 @@ it and hands back a `VisitResult`. The rules, the same for every plan:
 - Ctrl-C or SIGTERM: the campaign is marked interrupted and `Interrupted` is raised; the CLI
   prints how to resume. Any other error marks it failed.
 - A time budget is a hard limit: no run starts that would not end before it.
+- The campaign's lease (`lease`) is confirmed before each visit and each stored run: a process
+  whose lease another took over stops (`LeaseLost`) and leaves the campaign to it.
 
 Every finished run is committed to the store at once, so `--resume` (which rebuilds the plan
 from the store) loses and repeats nothing.
@@ -42,8 +44,9 @@ from types import FrameType
 from typing import Any
 
 from stortune.enums import CampaignStatus, RunStatus, StopReason
-from stortune.errors import Interrupted, StortuneError
+from stortune.errors import Interrupted, LeaseLost, StortuneError
 from stortune.measure import disturbance, environment
+from stortune.measure.lease import CampaignLease
 from stortune.measure.lock import BenchmarkLock
 from stortune.measure.log import CampaignLog
 from stortune.store import Trial
@@ -204,12 +207,15 @@ class Runner:
         rules: RunRules,
         on_event: Callable[[Event], None] | None = None,
         seconds: float | None = None,
+        lease: CampaignLease | None = None,
     ) -> None:
+        """`lease`: the campaign's, held by the caller, confirmed before anything is stored."""
         self.log = log
         self.target = target
         self.rules = rules
         self.on_event = on_event or (lambda _e: None)
         self.seconds = seconds
+        self.lease = lease
         self._deadline: float | None = None
         self._durations: list[float] = []
         self._waited = 0.0
@@ -244,6 +250,8 @@ class Runner:
             except KeyboardInterrupt:
                 store.set_status(campaign.id, CampaignStatus.INTERRUPTED)
                 raise Interrupted(campaign.name) from None
+            except LeaseLost:
+                raise  # the campaign is the new holder's: its status is not this one's to set
             except BaseException:
                 store.set_status(campaign.id, CampaignStatus.FAILED)
                 raise
@@ -271,6 +279,7 @@ class Runner:
             while visit is not None:
                 if not self._time_for(visit):
                     return StopReason.TIME
+                self._confirm()
                 try:
                     result = self.visit(visit)
                 except MachineBusy:
@@ -296,6 +305,7 @@ class Runner:
             log.info("campaign %s, trial %s: %s", self.log.name, trial.seq, error)
             for slot in visit.slots:
                 failed = Measurement.failed(error)
+                self._confirm()
                 self.log.record(trial, slot.name, slot.repetition, failed, applied_at, time.time())
                 self._emit_run(trial, slot, failed, visit.counted)
             return VisitResult(False, error)
@@ -317,12 +327,17 @@ class Runner:
                         f"not run: {slot.name} failed first in this repetition "
                         f"({measurement.error})"
                     )
+            self._confirm()
             self.log.record(
                 trial, slot.name, slot.repetition, measurement, started, time.time(), visit.info
             )
             self._emit_run(trial, slot, measurement, visit.counted)
             measurements.append(measurement)
         return VisitResult(True, None, measurements, self.target.state())
+
+    def _confirm(self) -> None:
+        if self.lease is not None:
+            self.lease.confirm()
 
     def _emit_run(self, trial: Trial, slot: Slot, m: Measurement, counted: bool) -> None:
         self.on_event(Event(EventKind.RUN, trial, slot.name, slot.repetition, m, counted=counted))

@@ -34,6 +34,7 @@ class Silent:
 
 
 def run_measuring(measuring: Measuring, reporter: Reporter, label: str = "") -> Outcome:
-    """Run a campaign's plan under the reporter's display."""
-    with reporter.measuring(label or measuring.campaign.name, measuring) as on_event:
-        return measuring.run(on_event)
+    """Run a campaign's plan under the reporter's display (shown once the campaign's lease is
+    held: a process refused says so alone)."""
+    with measuring.lease(), reporter.measuring(label or measuring.campaign.name, measuring) as on:
+        return measuring.run(on)
