@@ -499,9 +499,7 @@ class Store:
         campaign = self.campaign(name)
         count = self.run_count(campaign.id)
         with self._tx() as conn:
-            for table in (runs, trials, environments, leases):
-                conn.execute(table.delete().where(table.c.campaign_id == campaign.id))
-            conn.execute(campaigns.delete().where(campaigns.c.id == campaign.id))
+            _delete_campaign_rows(conn, campaign.id)
         return count
 
     def rename_campaign(self, name: str, new_name: str) -> None:
@@ -683,66 +681,124 @@ class Store:
 
     def import_dataset(self, name: str, dataset: Dataset, space_yaml: str, space_name: str) -> int:
         """Store a dataset as a campaign of kind 'dataset': a trial per distinct config, a run per
-        row. Returns the number of runs stored."""
-        from stortune.datasets import RUN_PREFIX
-
-        campaign = self.create_campaign(
-            name,
-            kind="dataset",
-            space_name=space_name,
-            space_yaml=space_yaml,
-            target={"kind": "table", "source": dataset.source},
-            workload={},
-            objective={"metric": dataset.metrics[0], "direction": dataset.direction()},
-            tuner="",
-            settings={"source": dataset.source, "metrics": dataset.metrics},
-        )
-        frame = dataset.frame
-        workload_col = f"{RUN_PREFIX}workload"
+        row. Returns the number of runs stored. One transaction: a kill or a full disk leaves
+        nothing of it. A dataset campaign of that name still running is what an older release
+        left of an import stopped midway (it committed the campaign first): it is replaced."""
+        configs, rows = _dataset_rows(dataset)
         now = time.time()
-        groups = frame.groupby(dataset.params, dropna=False, sort=False)
-        count = 0
-        with self._tx() as conn:
-            for seq, (_, group) in enumerate(groups):
-                config = {p: _plain(group[p].iloc[0]) for p in dataset.params}
-                result = conn.execute(
-                    trials.insert().values(
-                        campaign_id=campaign.id,
-                        seq=seq,
-                        config=_jsonable(config),
-                        status=TrialStatus.OK,
-                        info={},
+        try:
+            with self.engine.begin() as conn:
+                _drop_unfinished_import(conn, name)
+                campaign_id = conn.execute(
+                    campaigns.insert().values(
+                        name=name,
+                        kind="dataset",
+                        space_name=space_name,
+                        space_yaml=space_yaml,
+                        target=_jsonable({"kind": "table", "source": dataset.source}),
+                        workload={},
+                        objective=_jsonable(
+                            {"metric": dataset.metrics[0], "direction": dataset.direction()}
+                        ),
+                        tuner="",
+                        seed=0,
+                        settings=_jsonable({"source": dataset.source, "metrics": dataset.metrics}),
+                        status=CampaignStatus.FINISHED,
                         created_at=now,
-                        finished_at=now,
+                        updated_at=now,
                     )
-                )
-                trial_id = int(result.inserted_primary_key[0])
-                reps: dict[str, int] = {}
-                for _, row in group.iterrows():
-                    workload = str(row[workload_col]) if workload_col in group else ""
-                    rep = reps.get(workload, 0)
-                    reps[workload] = rep + 1
-                    metrics = {m: _plain(row[m]) for m in dataset.metrics}
-                    conn.execute(
-                        runs.insert().values(
-                            campaign_id=campaign.id,
-                            trial_id=trial_id,
-                            workload=workload,
-                            repetition=rep,
-                            status=RunStatus.OK,
-                            metrics=_jsonable(metrics),
-                            info={},
-                            started_at=now,
-                            ended_at=now,
+                ).inserted_primary_key[0]
+                conn.execute(
+                    trials.insert(),
+                    [
+                        dict(
+                            campaign_id=campaign_id, seq=seq, config=config,
+                            status=TrialStatus.OK, info={}, created_at=now, finished_at=now,
                         )
-                    )
-                    count += 1
-            conn.execute(
-                campaigns.update()
-                .where(campaigns.c.id == campaign.id)
-                .values(status=CampaignStatus.FINISHED)
-            )
-        return count
+                        for seq, config in enumerate(configs)
+                    ],
+                )  # fmt: skip
+                trial_ids = dict(
+                    conn.execute(
+                        sa.select(trials.c.seq, trials.c.id).where(
+                            trials.c.campaign_id == campaign_id
+                        )
+                    ).all()
+                )
+                for start in range(0, len(rows), _IMPORT_BATCH):
+                    conn.execute(
+                        runs.insert(),
+                        [
+                            dict(
+                                campaign_id=campaign_id, trial_id=trial_ids[seq],
+                                workload=workload, repetition=rep, status=RunStatus.OK,
+                                metrics=metrics, info={}, started_at=now, ended_at=now,
+                            )
+                            for seq, workload, rep, metrics in rows[start : start + _IMPORT_BATCH]
+                        ],
+                    )  # fmt: skip
+        except sa.exc.IntegrityError:
+            raise StoreError(
+                f"campaign {name!r} already exists in {self.url} (choose another --name, or "
+                f"delete it first: stortune campaigns delete {name})"
+            ) from None
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"cannot import {name!r} into the store {self.url}: {_reason(exc)}; nothing was "
+                "imported"
+            ) from None
+        return len(rows)
+
+
+_IMPORT_BATCH = 10_000  # runs per INSERT statement of an import
+
+
+def _dataset_rows(
+    dataset: Dataset,
+) -> tuple[list[dict[str, Any]], list[tuple[int, str, int, dict[str, Any]]]]:
+    """A dataset's distinct configs in the order they first appear, and its rows in file order
+    as runs: (config's index, workload, repetition within config and workload, metrics)."""
+    from stortune.datasets import RUN_PREFIX
+
+    frame = dataset.frame
+    seqs = frame.groupby(dataset.params, dropna=False, sort=False).ngroup().tolist()
+    params = {p: frame[p].tolist() for p in dataset.params}
+    metrics = {m: frame[m].tolist() for m in dataset.metrics}
+    workload_col = f"{RUN_PREFIX}workload"
+    if workload_col in frame.columns:
+        workloads = [str(w) for w in frame[workload_col].tolist()]
+    else:
+        workloads = [""] * len(frame)
+    configs: dict[int, dict[str, Any]] = {}
+    reps: dict[tuple[int, str], int] = {}
+    rows = []
+    for i, seq in enumerate(seqs):
+        if seq not in configs:
+            configs[seq] = _jsonable({p: _plain(params[p][i]) for p in dataset.params})
+        rep = reps.get((seq, workloads[i]), 0)
+        reps[(seq, workloads[i])] = rep + 1
+        rows.append((seq, workloads[i], rep, {m: _cell(metrics[m][i]) for m in dataset.metrics}))
+    return [configs[seq] for seq in range(len(configs))], rows
+
+
+def _drop_unfinished_import(conn: Connection, name: str) -> None:
+    """Remove a dataset campaign `name` that is still running: a stopped import's remains."""
+    row = conn.execute(
+        sa.select(campaigns.c.id).where(
+            campaigns.c.name == name,
+            campaigns.c.kind == "dataset",
+            campaigns.c.status == CampaignStatus.RUNNING,
+        )
+    ).first()
+    if row is not None:
+        _delete_campaign_rows(conn, row.id)
+
+
+def _delete_campaign_rows(conn: Connection, campaign_id: int) -> None:
+    """A campaign with its trials, runs, environments and lease."""
+    for table in (runs, trials, environments, leases):
+        conn.execute(table.delete().where(table.c.campaign_id == campaign_id))
+    conn.execute(campaigns.delete().where(campaigns.c.id == campaign_id))
 
 
 def _run(row: sa.Row) -> Run:
@@ -818,6 +874,14 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _cell(value: Any) -> Any:
+    """A dataset's cell as stored JSON takes it: plain Python, None for NaN and infinities."""
+    value = _plain(value)
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 
