@@ -473,6 +473,27 @@ class Store:
             )
             return int(result.inserted_primary_key[0])
 
+    def add_trials(
+        self, campaign_id: int, design: list[tuple[int, Mapping[str, Any], Mapping | None]]
+    ) -> None:
+        """Store pending trials (seq, config, info) in one transaction: a process killed while
+        storing a design leaves all of it or none, never a part a resume would take as whole."""
+        now = time.time()
+        rows = [
+            dict(
+                campaign_id=campaign_id,
+                seq=seq,
+                config=_jsonable(config),
+                status=TrialStatus.PENDING,
+                info=_jsonable(info or {}),
+                created_at=now,
+            )
+            for seq, config, info in design
+        ]
+        if rows:
+            with self._tx() as conn:
+                conn.execute(trials.insert(), rows)
+
     def finish_trial(
         self,
         trial_id: int,

@@ -6,8 +6,9 @@ one pass over all configs per repetition, each pass in its own seeded shuffle, s
 over configs instead of following the design's order. A reference config (the space's default
 unless named) is measured every `reference_every` configs; each run can then be expressed
 relative to the reference interpolated at its start time (`reference.relative_values`), which
-cancels slow drift. All trials are stored up front, so a resumed sweep finds exactly the runs
-missing; a second pass measures again what the first left disturbed.
+cancels slow drift. All trials are stored up front, in one transaction before any run, so a
+resumed sweep finds its whole design and exactly the runs missing; a second pass measures again
+what the first left disturbed.
 """
 
 from __future__ import annotations
@@ -53,12 +54,13 @@ class SweepSettings:
 def store_design(
     log: CampaignLog, space: Space, configs: Sequence[Config], reference: Config | None = None
 ) -> None:
-    """Store the reference (trial 0) and the design's configs (1..n) as pending trials."""
+    """Store the reference (trial 0) and the design's configs (1..n) as pending trials, in one
+    transaction: a sweep killed while storing them leaves no part of a design to resume."""
     if not configs:
         raise StortuneError("the design has no valid config to measure")
-    log.add_trial(0, space.validate(reference or {}), {"source": REFERENCE})
-    for seq, config in enumerate(configs, start=1):
-        log.add_trial(seq, space.validate(config))
+    design = [(0, space.validate(reference or {}), {"source": REFERENCE})]
+    design += [(seq, space.validate(c), None) for seq, c in enumerate(configs, start=1)]
+    log.store.add_trials(log.campaign.id, design)
 
 
 class SweepPlan(Plan):
@@ -69,6 +71,12 @@ class SweepPlan(Plan):
     ) -> None:
         super().__init__(log, workloads)
         self.settings = settings
+        if not log.trials():  # a kill between the campaign's row and its design's transaction
+            raise StortuneError(
+                f"{log.campaign.kind} {log.name!r} has no stored design: it was stopped while "
+                f"storing it, before any run; delete it (stortune campaigns delete {log.name}) "
+                "and start it again"
+            )
 
     def _design(self) -> tuple[Trial, list[Trial]]:
         trials = self.log.trials()

@@ -38,7 +38,11 @@ def new_sweep(
         {**settings.to_dict(), **rules.to_dict()}, tuner="factorial", seed=settings.seed,
     )  # fmt: skip
     log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
-    store_design(log, space, configs, reference)
+    try:
+        store_design(log, space, configs, reference)
+    except BaseException:  # a config the space refuses, Ctrl-C: a sweep without its design
+        store.delete_campaign(name)
+        raise
     return Measuring(log, SweepPlan(log, workloads, settings), target, rules)
 
 
