@@ -11,10 +11,11 @@ it and hands back a `VisitResult`. The rules, the same for every plan:
   failed run naming the first failure): a repetition with a failed workload counts for nothing,
   and a config that hangs one workload (a Ceph setting that starves the OSD) would otherwise
   spend the time limit on every workload.
-- Other work disturbs a run (`disturbance`): the run is redone once the machine is quiet again;
-  the runner waits for that, with a countdown, at most `busy_wait` seconds per wait, and stops
-  the campaign (status interrupted, resumable) when the machine stays busy. A busy machine never
-  spends the budget.
+- Other work disturbs a run (`disturbance`): the run is stored as disturbed (a placeholder no
+  value counts, so a kill while waiting loses nothing) and redone once the machine is quiet
+  again; the runner waits for that, with a countdown, at most `busy_wait` seconds per wait, and
+  stops the campaign (status interrupted, resumable) when the machine stays busy. A busy machine
+  never spends the budget.
 - Ctrl-C or SIGTERM: the campaign is marked interrupted and `Interrupted` is raised; the CLI
   prints how to resume. Any other error marks it failed.
 - A time budget is a hard limit: no run starts that would not end before it.
@@ -321,7 +322,7 @@ class Runner:
             if slot.repetition in broken:
                 measurement = Measurement.failed(broken[slot.repetition])
             else:
-                measurement = self._measure(slot)
+                measurement = self._measure(slot, visit)
                 if measurement.status in (RunStatus.FAILED, RunStatus.TIMEOUT):
                     broken[slot.repetition] = (
                         f"not run: {slot.name} failed first in this repetition "
@@ -343,16 +344,18 @@ class Runner:
         self.on_event(Event(EventKind.RUN, trial, slot.name, slot.repetition, m, counted=counted))
 
     # ---- one run, disturbance and the busy machine ---------------------------------------------
-    def _measure(self, slot: Slot) -> Measurement:
-        """One run; with disturbance checks, a disturbed run is redone once the machine is
-        quiet again (MachineBusy when it stays busy), at most `retries` times, then kept as a
-        placeholder. Never raises for the benchmark's own failure."""
+    def _measure(self, slot: Slot, visit: Visit) -> Measurement:
+        """One run; with disturbance checks, a disturbed run is stored at once as a placeholder
+        and redone once the machine is quiet again (MachineBusy when it stays busy), at most
+        `retries` times, the redone run taking the placeholder's slot; the last disturbed try
+        is returned as the placeholder. Never raises for the benchmark's own failure."""
         limits = self._limits()
         attempts: list[dict[str, Any]] = []
         while True:
             timeout = self._run_timeout(slot.workload)
             if limits is None:
                 return self._timed(slot, timeout)
+            started = time.time()
             before = disturbance.probe()
             measurement = self._timed(slot, timeout)
             reason = disturbance.judge(before, disturbance.probe(), limits)
@@ -372,7 +375,29 @@ class Runner:
                 if measurement.ok:
                     measurement.status, measurement.error = RunStatus.DISTURBED, reason
                 return measurement
+            self._keep_disturbed(visit, slot, measurement, attempts, started)
             self._wait_for_quiet(limits, reason)
+
+    def _keep_disturbed(
+        self,
+        visit: Visit,
+        slot: Slot,
+        measurement: Measurement,
+        attempts: list[dict[str, Any]],
+        started: float,
+    ) -> None:
+        """Store a disturbed run before the wait for a quiet machine, which may last
+        `busy_wait`: a kill meanwhile loses nothing. Its status, disturbed, keeps it out of
+        every value and leaves its slot open (`results.finished_slots`); the run measured
+        after the wait replaces it (`Store.add_run`), and so does a resume."""
+        reason = attempts[-1]["reason"]
+        error = reason if measurement.ok else f"{reason}; the run itself: {measurement.error}"
+        info = {**measurement.info, "disturbed_attempts": attempts[:-1]}
+        placeholder = Measurement(dict(measurement.metrics), RunStatus.DISTURBED, error, info)
+        self._confirm()
+        self.log.record(
+            visit.trial, slot.name, slot.repetition, placeholder, started, time.time(), visit.info
+        )
 
     def _timed(self, slot: Slot, timeout: float | None) -> Measurement:
         started = time.monotonic()

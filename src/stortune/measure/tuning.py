@@ -430,7 +430,12 @@ class TunePlan(Plan):
         return done
 
     def _incumbent_ran(self, trial: Trial, step: int) -> bool:
-        return any(not own for own, _ in self._step_runs(trial, step))
+        """Whether the incumbent has its run of `step`: a disturbed placeholder is none (one a
+        stopped campaign left is measured again), unless other work kept spoiling the visits
+        `DISTURBED_REVISITS` allows, which the race then goes on without."""
+        theirs = [r for own, r in self._step_runs(trial, step) if not own]
+        spoilt = sum(r.status == RunStatus.DISTURBED for r in theirs)
+        return len(theirs) > spoilt or spoilt > DISTURBED_REVISITS
 
     def _pairs(
         self,
