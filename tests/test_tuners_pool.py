@@ -174,3 +174,42 @@ def test_bo_models_log_values_when_none_is_negative() -> None:
     assert model_scores(with_zero, "min") == pytest.approx(-np.log([1e-6, 2e-6, 0.5]))
     with_negative = [Observation({}, -1.0), Observation({}, 5.0)]
     assert model_scores(with_negative, "max") == pytest.approx([-1.0, 5.0])
+
+
+@pytest.mark.parametrize("with_default", [False, True])
+def test_a_budget_above_the_pool_is_cut_to_it_and_the_campaign_finishes(
+    tmp_path: Path, with_default: bool
+) -> None:
+    rows = [(1, 2, "y"), (3, 4, "z"), (5, 6, "x"), (7, 8, "y"), (9, 1, "z")]
+    rows += [(0, 0, "x")] if with_default else [(2, 2, "x")]  # the default config is (0, 0, x)
+    table = tmp_path / "small.csv"
+    lines = [f"{a},{b},{c},{throughput(a, b, c)}\n" for a, b, c in rows]
+    table.write_text("a,b,c,thr\n" + "".join(lines))
+    (tmp_path / "grid.yaml").write_text(SPACE_TEXT)
+    store = str(tmp_path / "runs.db")
+    app = typer.Typer()
+    tune.register(app)
+    result = CliRunner().invoke(app, [
+        "tune", "--space", str(tmp_path / "grid.yaml"), "--dataset", str(table), "--pool",
+        "-o", "thr:max", "--tuner", "random", "--budget", "20", "-r", "1", "--name", "p",
+        "--store", store, "--json",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    outcome = json.loads(result.output)["outcome"]
+    # the default is measured first (racing's baseline); outside the pool it is one more
+    most = 6 if with_default else 7
+    assert outcome["evaluations"] == most and outcome["stopped_by"] == "budget"
+    assert [n for n in outcome["notes"] if "pool" in n] == [
+        f"note: the budget is cut to {most} evaluations: the pool holds 6 configs"
+        + ("" if with_default else ", and the default config, outside it, is measured first")
+    ]
+    with Store(store) as db:
+        campaign = db.campaign("p")
+        measured = {config_key(t.config) for t in db.trials(campaign.id)}
+        assert campaign.status == "finished" and campaign.settings["budget"] == most
+    resumed = CliRunner().invoke(app, [
+        "tune", "--resume", "p", "--budget", "30", "--store", store, "--json"
+    ])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output + repr(resumed.exception)
+    assert json.loads(resumed.output)["outcome"]["evaluations"] == most  # nothing left to measure
+    assert {config_key(dict(zip("abc", r, strict=True))) for r in rows} <= measured

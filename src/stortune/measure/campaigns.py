@@ -24,7 +24,7 @@ from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective
 from stortune.measure.runner import Event, Outcome, Plan, Runner, RunRules, workload_name
 from stortune.measure.sweeping import SweepPlan, SweepSettings
-from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import VerifyPlan, VerifyRules
 from stortune.space import Space, parse_space
 from stortune.store import Campaign, Store
@@ -131,11 +131,17 @@ def open_campaign(
     changed: dict[str, Any] | None = None
     plan: Plan
     if kind in (CampaignKind.TUNE, CampaignKind.SAMPLE):
+        pool = pool_within(space, target.tuning_pool())
         if budget is not None:
             settings["budget"] = budget
-        tune = TuneSettings.from_settings(
-            {**settings, "seconds": seconds or settings.get("seconds")}
+        tune, notes = within_pool(
+            TuneSettings.from_settings({**settings, "seconds": seconds or settings.get("seconds")}),
+            pool,
+            space,
+            log.objective,
         )
+        if budget is not None:
+            settings["budget"] = tune.budget  # the pool's limit when the budget was above it
         log.confidence = tune.confidence
         if budget is not None and settings != campaign.settings:
             changed = settings
@@ -145,9 +151,10 @@ def open_campaign(
             log.objective.direction,
             campaign.seed,
             tune.budget,
-            pool=pool_within(space, target.tuning_pool()),
+            pool=pool,
         )
         plan = TunePlan(log, workloads, space, tuner, tune, target.state_after)
+        plan.notes += notes
         seconds = tune.seconds
     elif kind in (CampaignKind.SWEEP, CampaignKind.NOISE):
         plan = SweepPlan(log, workloads, SweepSettings.from_settings(settings))

@@ -100,6 +100,7 @@ class Plan:
     def __init__(self, log: CampaignLog, workloads: Sequence[Workload | None]) -> None:
         self.log = log
         self.workloads = list(workloads) or [None]
+        self.notes: list[str] = []  # what the plan tells about itself, first in the outcome's
 
     def visits(self) -> Generator[Visit, VisitResult, None]:
         raise NotImplementedError
@@ -261,6 +262,7 @@ class Runner:
             status = CampaignStatus.INTERRUPTED
         store.set_status(campaign.id, status)
         outcome = campaign_outcome(self.log, stopped_by)
+        outcome.notes[:0] = plan.notes
         outcome.seconds = time.monotonic() - started
         outcome.waited_seconds = self._waited
         if stopped_by == StopReason.BUSY:

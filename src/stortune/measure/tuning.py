@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from stortune.enums import Direction, RunStatus, TrialStatus
@@ -47,6 +47,7 @@ from stortune.measure.runner import (
     check_repetitions,
     workload_name,
 )
+from stortune.sampling import config_key
 from stortune.space import Config, Space
 from stortune.store import Trial
 from stortune.tuners import Tuner
@@ -107,6 +108,29 @@ class TuneSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def within_pool(
+    settings: TuneSettings, pool: Sequence[Config] | None, space: Space, objective: Objective
+) -> tuple[TuneSettings, list[str]]:
+    """The settings with the budget a pool allows, and a note when it was cut. A pool of N
+    configs allows N evaluations, one more when the default config, measured first (a baseline,
+    or the objective's bounds taken around it), lies outside it; a larger budget, or none (a
+    time budget), is cut to that: a campaign that measured every config of its pool is done,
+    where a tuner asked past the pool's end would fail it."""
+    if pool is None:
+        return settings, []
+    keys = {config_key(c) for c in pool}
+    first = settings.baseline or objective.needs_bounds
+    outside = first and config_key(space.default_config()) not in keys
+    most = len(keys) + int(outside)
+    if settings.budget is not None and settings.budget <= most:
+        return settings, []
+    cut = "the budget is cut to" if settings.budget is not None else "at most"
+    note = f"note: {cut} {most} evaluations: the pool holds {len(keys)} configs"
+    if outside:
+        note += ", and the default config, outside it, is measured first"
+    return replace(settings, budget=most), [note]
 
 
 class TunePlan(Plan):

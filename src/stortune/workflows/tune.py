@@ -24,7 +24,7 @@ from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective, pareto_front
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import Outcome, RunRules, workload_name
-from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import (
     SAFE_LABEL,
     Gain,
@@ -124,23 +124,21 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     if job.rank is not None:
         ranking = _rank(store, job, searched, name, reporter)
         tuned_space = ranking.space
-    settings = {**job.settings.to_dict(), **job.rules.to_dict(), "allow_risk": job.allow_risk}
+    pool = pool_within(tuned_space, job.target.tuning_pool())
+    tune, notes = within_pool(job.settings, pool, tuned_space, job.objective)
+    settings = {**tune.to_dict(), **job.rules.to_dict(), "allow_risk": job.allow_risk}
     campaign = new_campaign(
         store, name, job.kind, tuned_space, job.target, job.workloads, job.objective, settings,
         tuner=job.tuner, seed=job.seed,
     )  # fmt: skip
     log = CampaignLog(store, campaign, [workload_name(w) for w in job.workloads])
-    log.confidence = job.settings.confidence
+    log.confidence = tune.confidence
     tuner = make_tuner(
-        job.tuner,
-        tuned_space,
-        job.objective.direction,
-        job.seed,
-        job.settings.budget,
-        pool=pool_within(tuned_space, job.target.tuning_pool()),
+        job.tuner, tuned_space, job.objective.direction, job.seed, tune.budget, pool=pool
     )
-    plan = TunePlan(log, job.workloads, tuned_space, tuner, job.settings, job.target.state_after)
-    measuring = Measuring(log, plan, job.target, job.rules, job.settings.seconds)
+    plan = TunePlan(log, job.workloads, tuned_space, tuner, tune, job.target.state_after)
+    plan.notes += notes
+    measuring = Measuring(log, plan, job.target, job.rules, tune.seconds)
     result = _tune(store, measuring, plan, job.agent, reporter)
     result.ranking = ranking
     if result.outcome.best_config is not None:
