@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
+from stortune.scratch import ScratchKind, scratch_folder
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +256,7 @@ def _fio(
     """One direct fio job on `device` (argv, no shell; fio's launcher and time limit)."""
     from stortune.workloads.fio import _launch, _run_group, parse_fio_output
 
-    with tempfile.TemporaryDirectory(prefix="stortune-raw-") as tmp:
+    with scratch_folder(ScratchKind.RAW) as tmp:
         output = Path(tmp) / "out.json"
         command = [
             "fio",

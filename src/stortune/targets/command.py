@@ -22,7 +22,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
+from stortune.scratch import ScratchKind, make_scratch_folder
 from stortune.space import Config, Space
 from stortune.targets.base import Target, TargetSettings, setting
 from stortune.targets.syscmd import kill_group
@@ -92,7 +92,7 @@ class CommandTarget(Target):
         if shutil.which(self.argv[0]) is None and not Path(self.argv[0]).exists():
             raise TargetError(f"command not found: {self.argv[0]}")
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="stortune-cmd-"))
+            self._workdir = make_scratch_folder(ScratchKind.COMMAND)
 
     def teardown(self) -> None:
         if self._workdir is not None:

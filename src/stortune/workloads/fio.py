@@ -26,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any
 from stortune.enums import StartState
 from stortune.errors import ConfigError, TargetError
 from stortune.measure.sysmetrics import SystemSampler
+from stortune.scratch import ScratchKind, scratch_folder
 from stortune.targets.syscmd import kill_group
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
@@ -272,7 +272,7 @@ class FioWorkload(Workload):
         run's `cgroup`, so a memory cap holds for the file set's pages from the start."""
         text = self.render(directory, self.runtime)
         procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
-        with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+        with scratch_folder(ScratchKind.FIO) as tmp:
             job = Path(tmp) / "job.fio"
             job.write_text(text)
             argv = _launch(["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)], procs)
@@ -332,7 +332,7 @@ class FioWorkload(Workload):
         timeout = timeout if timeout is not None else self.default_timeout(runtime)
         text = self.render(directory, runtime)
         procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
-        with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+        with scratch_folder(ScratchKind.FIO) as tmp:
             job = Path(tmp) / "job.fio"
             job.write_text(text)
             output = Path(tmp) / "out.json"
@@ -436,7 +436,7 @@ def _with_runtime(text: str, job: str, runtime_given: bool) -> str:
 def fio_parse(text: str, name: str) -> None:
     """fio's own parse of a job text (``--parse-only``: options checked, no I/O); a job fio
     rejects raises ConfigError with fio's line."""
-    with tempfile.TemporaryDirectory(prefix="stortune-fio-") as tmp:
+    with scratch_folder(ScratchKind.FIO) as tmp:
         job = Path(tmp) / "job.fio"
         job.write_text(text)
         try:
