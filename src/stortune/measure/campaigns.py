@@ -125,6 +125,7 @@ def open_campaign(
     space = space_of(campaign)
     workloads = workloads_of(campaign)
     target = target or make_target(campaign.target, space)
+    target.recall(run for trial in store.trials(campaign.id) for run in trial.runs)  # so far
     settings = dict(campaign.settings)
     rules = RunRules.from_settings(settings)
     log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])

@@ -215,6 +215,10 @@ class TunePlan(Plan):
                 # what the tuner was told live: a race winner's value grows runs as it defends
                 # its place afterwards, so its stored value now is not what the tuner heard
                 info = trial.info or {}
+                if self.settings.intensify and info.get("race") and "told" not in info:
+                    # finished without it (a version that stored it last, killed in between):
+                    # nothing was measured after the kill, so its value is what the tuner heard
+                    self.log.update_trial_info(trial, {"told": trial.value})
                 self.tuner.tell(trial.config, info.get("told", trial.value))
             else:
                 yield from self._evaluate(trial.seq, trial.config, trial, source)
@@ -363,7 +367,6 @@ class TunePlan(Plan):
         if verdict in (Verdict.FIRST, Verdict.WINS):
             self.incumbent = self.log.trial(trial.id)
         self.tuner.observe_state(state)
-        self.log.update_trial_info(trial, {"told": summary.value})  # replayed as told
         self.tuner.tell(trial.config, summary.value)
 
     def _finish_race(
@@ -383,7 +386,10 @@ class TunePlan(Plan):
             race["guardrails"] = self._guardrail_logs(trial, incumbent)
         if pairs:
             race["mean_log_ratio"] = sum(pairs) / len(pairs)
-        self.log.update_trial_info(trial, {"race": race})
+        # what the tuner is told, replayed as told, goes in before the trial is finished: a
+        # finished trial always has it (a kill between the two writes leaves the race to redo)
+        told = self.log.summary(trial).value
+        self.log.update_trial_info(trial, {"race": race, "told": told})
         return self.log.finish(trial)
 
     # ---- guardrails: constraints beside the objective ------------------------------------------

@@ -19,12 +19,15 @@ import os
 import types
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from stortune.errors import TargetError
 from stortune.space import Config, Space, load_space
 from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+if TYPE_CHECKING:
+    from stortune.store import Run
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +271,11 @@ class Target(ABC):
         replayed campaign gives its tuner for each stored run (gauges read live, after the run,
         are not stored and so are not part of it). Empty when the target has no state."""
         return {}
+
+    def recall(self, runs: Iterable[Run]) -> None:  # noqa: B027 - optional hook
+        """The runs a campaign being resumed stored in its earlier sittings: a target whose
+        answers depend on the runs it made before (a table's noise draws) goes on as if it had
+        made them, so the resumed campaign measures what one sitting would have."""
 
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Undo everything setup and apply did (mounts, devices, settings, daemons)."""

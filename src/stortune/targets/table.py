@@ -12,17 +12,19 @@ Two options make a replay a fair test of tuners. `pool`: tuners choose among the
 configs only (`tuning_pool()`; the protocol of FLASH and PromiseTune on tables that are not full
 grids), and a config outside it is refused. `noise`: every replayed run is multiplied by seeded
 log-normal noise of that relative standard deviation, a fresh draw each time a config is run
-again, so a tuner meets the noise a real system has while `true_value` still knows the
-noise-free value of whatever it recommends.
+again (a resumed campaign's target counts the runs it stored, `recall`), so a tuner meets the
+noise a real system has while `true_value` still knows the noise-free value of whatever it
+recommends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +35,9 @@ from stortune.sampling import config_key
 from stortune.space import Config, Space, space_from_dataset
 from stortune.targets.base import Target, TargetSettings, setting
 from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+if TYPE_CHECKING:
+    from stortune.store import Run
 
 WORKLOAD_COLUMN = f"{RUN_PREFIX}workload"
 STATUS_COLUMN = f"{RUN_PREFIX}status"
@@ -95,6 +100,7 @@ class TableTarget(Target):
         self._rows: dict[tuple[str, str], list[int]] = {}
         self._configs: list[Config] = []
         self._keys: dict[str, int] = {}  # config key -> index in _configs
+        self._row_keys: dict[int, str] = {}  # row -> its config's key
         self._points: list[np.ndarray] = []
         self._current: str | None = None
         self._visits: dict[tuple[str, str, int], int] = {}  # runs replayed per slot (noise draws)
@@ -135,6 +141,7 @@ class TableTarget(Target):
                 self._configs.append(config)
                 self._points.append(self.space.encode(config))  # type: ignore[union-attr]
             self._rows.setdefault((key, workloads[i]), []).append(i)
+            self._row_keys[i] = key
             if workloads[i] != NO_WORKLOAD:
                 self._rows.setdefault((key, ANY_WORKLOAD), []).append(i)
         if not self._rows:
@@ -179,6 +186,19 @@ class TableTarget(Target):
             distances = np.linalg.norm(np.array(self._points) - point, axis=1)
             key = config_key(self._configs[int(np.argmin(distances))])
         self._current = key
+
+    def recall(self, runs: Iterable[Run]) -> None:
+        """Count each stored run this table answered (the ``row`` it keeps) as a visit of its
+        slot: a resumed campaign then draws the noise one sitting would have drawn, where a
+        config measured again before the stop would otherwise get its first draw again."""
+        for run in runs:
+            row = (run.info or {}).get("row")
+            key = self._row_keys.get(row) if isinstance(row, int) else None
+            if key is None:
+                continue
+            workload = run.workload if run.workload in self.workload_names else self._every_run
+            visit_key = (key, workload, run.repetition)
+            self._visits[visit_key] = self._visits.get(visit_key, 0) + 1
 
     def check_workload(self, workload: Workload | None) -> None:
         """Without a workload, a run replays every row of the config in turn (how campaigns
