@@ -397,6 +397,12 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
                 store, sample, safe, target, short, Objective(METRIC), args.sample, rules,
                 console, seed=args.seed, reference_every=10,
             )  # fmt: skip
+    sampled = sampled_workloads(store, sample)
+    if missing := [w for w in names if w not in sampled]:
+        raise StortuneError(
+            f"the sample in {args.store} measured {', '.join(sampled)}, not "
+            f"{', '.join(missing)}: measure those with another --store"
+        )
     sample_seconds = seconds_of(store, sample)
     rows = []
     for w in names:
@@ -448,6 +454,12 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         rows += found
         write(rows, args, "local", partial=True)
     return rows
+
+
+def sampled_workloads(store: Store, sample: str) -> list[str]:
+    """The workloads the shared sample was measured under (the ranking needs each one's)."""
+    described = store.campaign(sample).workload.get("workloads", [])
+    return [w["name"] for w in described]
 
 
 def wide_search(
@@ -814,22 +826,37 @@ def write(
     """Merge one part's rows into the results file; rows of workloads not measured now stay
     when they were measured with the same settings (an older run's are dropped)."""
     existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    same = existing.get("settings", {}).get(part) == settings_of(args, part)
+    before = existing.get("settings", {}).get(part) or {}
+    same = shaping(before) == shaping(settings_of(args, part))
     measured = {x["workload"] for x in rows}
     kept = [
         r
         for r in existing.get("rows", [])
         if part_of(r) != part or (same and r["workload"] not in measured)
     ]
+    settings = settings_of(args, part)
+    if same:  # workloads measured by another command with the same settings, in its store
+        kept_workloads = [w for w in before.get("workloads", []) if w not in measured]
+        settings["workloads"] = kept_workloads + [w for w in settings.get("workloads", [])]
+        settings["stores"] = {
+            **before.get("stores", dict.fromkeys(kept_workloads, before.get("store"))),
+            **dict.fromkeys(measured, args.store),
+        }
     result = {
         "bench": "stack-gains",
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "partial": partial,
-        "settings": {**existing.get("settings", {}), part: settings_of(args, part)},
+        "settings": {**existing.get("settings", {}), part: settings},
         "rows": kept + rows,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
+
+
+def shaping(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings that shaped a part's rows: not which workloads one command measured, nor
+    the store it kept them in (a workload added later, in its own store, joins the rows)."""
+    return {k: v for k, v in settings.items() if k not in {"workloads", "store", "stores"}}
 
 
 def part_of(row: dict[str, Any]) -> str:
