@@ -18,11 +18,13 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from stortune.errors import DatasetError
+from stortune.inputs import DATASET_BYTES, read_bytes
 
 METRIC_PREFIX = "metric."
 RUN_PREFIX = "run."
@@ -116,18 +118,34 @@ def design_matrix(
 def load_dataset(path: str | Path, metrics: list[str] | None = None) -> Dataset:
     """Read a CSV, Parquet or ARFF file into a Dataset, recognising column roles (module doc)."""
     path = Path(path)
-    if not path.exists():
-        raise DatasetError(f"{path}: no such file")
+    data = read_dataset_file(path)
     suffix = path.suffix.lower()
     try:
         if suffix == ".arff":
-            return _load_arff(path, metrics)
-        frame = pd.read_parquet(path) if suffix in (".parquet", ".pq") else pd.read_csv(path)
+            return _load_arff(path, data, metrics)
+        frame = read_table(data, suffix)
     except DatasetError:
         raise
     except Exception as exc:  # pandas raises many kinds; the user needs the file and the reason
         raise DatasetError(f"{path}: cannot read: {exc}") from None
     return from_frame(frame, metrics=metrics, source=str(path))
+
+
+def read_dataset_file(path: Path) -> bytes:
+    """A dataset file's bytes: a regular file of at most `inputs.DATASET_BYTES`."""
+    try:
+        if not path.exists():
+            raise DatasetError(f"{path}: no such file")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise DatasetError(f"{path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return read_bytes(path, "dataset", DATASET_BYTES, DatasetError)
+
+
+def read_table(data: bytes, suffix: str, **csv_options: Any) -> pd.DataFrame:
+    """The table a file's bytes hold: Parquet by its suffix, else CSV."""
+    if suffix in (".parquet", ".pq"):
+        return pd.read_parquet(io.BytesIO(data))
+    return pd.read_csv(io.BytesIO(data), **csv_options)
 
 
 def from_frame(frame: pd.DataFrame, metrics: list[str] | None = None, source: str = "") -> Dataset:
@@ -179,13 +197,13 @@ def with_inactive_level(column: pd.Series) -> pd.Series:
     return column.astype(object).where(column.notna(), INACTIVE).astype(str)
 
 
-def _load_arff(path: Path, metrics: list[str] | None) -> Dataset:
+def _load_arff(path: Path, data: bytes, metrics: list[str] | None) -> Dataset:
     """A minimal reader for dense Weka ARFF files (the form BestConfig writes)."""
     names: list[str] = []
     kinds: list[str] = []
     rows: list[list[str]] = []
     in_data = False
-    for lineno, raw in enumerate(path.read_text().splitlines(), start=1):
+    for lineno, raw in enumerate(data.decode("utf-8").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("%"):
             continue

@@ -20,15 +20,19 @@ All of them return only valid configs. How each handles constraints:
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from stortune.bounds import MAX_SAMPLES
 from stortune.errors import ConfigError, StortuneError
 from stortune.space import Config, Space
 
 METHODS = ("lhs", "random", "montecarlo", "factorial")
+MAX_GRID = 250_000  # configs of a whole factorial (before constraints): about a second to walk
 
 
 @dataclass
@@ -64,9 +68,15 @@ def sample(
     if method == "montecarlo":
         return monte_carlo(space, n, seed)
     if method == "factorial":
-        configs = [c for c in space.grid(levels) if config_key(c) not in exclude]
-        if n:
-            configs = configs[:n]
+        _check_n(n, least=0)
+        raw = space.raw_grid_size(levels)
+        if not n and raw > MAX_GRID:
+            raise StortuneError(
+                f"the full factorial of {space.name!r} has {count_text(raw)} configs before its "
+                f"constraints: give how many to take (at most {MAX_SAMPLES:,}), or another design"
+            )
+        fresh = (c for c in space.grid(levels) if config_key(c) not in exclude)
+        configs = list(itertools.islice(fresh, n or None))
         points = np.array([space.encode(c) for c in configs]).reshape(len(configs), len(space))
         return Design(configs, points, "factorial")
     raise StortuneError(f"unknown sampling method {method!r} (choose from {', '.join(METHODS)})")
@@ -243,9 +253,21 @@ def config_key(config: Config) -> str:
     return json.dumps({k: config[k] for k in sorted(config)}, sort_keys=True, default=str)
 
 
-def _check_n(n: int) -> None:
-    if n < 1:
-        raise StortuneError(f"the number of samples must be at least 1, not {n}")
+def _check_n(n: int, least: int = 1) -> None:
+    if not least <= n <= MAX_SAMPLES:
+        raise StortuneError(
+            f"the number of samples must be at least {least} and at most {MAX_SAMPLES:,}, not {n:,}"
+        )
+
+
+def count_text(count: int) -> str:
+    """A count as a reader takes it in: 4,096, or 3.1e+334 for a product of hundreds of
+    parameters' levels (too large for a float, and for `str` past 4,300 digits)."""
+    if count < 10**15:
+        return f"{count:,}"
+    exponent = math.floor(math.log10(count))
+    mantissa = 10 ** (math.log10(count) - exponent)
+    return f"{mantissa:.2g}e+{exponent}"
 
 
 def _is_valid_point(space: Space, point: np.ndarray) -> bool:

@@ -26,6 +26,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from stortune.enums import CampaignStatus, RunStatus, TrialStatus
 from stortune.errors import StoreError
+from stortune.storecells import (
+    JsonCell,
+    campaign_fields,
+    check_fingerprint,
+    run_fields,
+    trial_fields,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,12 +58,12 @@ campaigns = sa.Table(
     sa.Column("kind", sa.String(40), nullable=False),
     sa.Column("space_name", sa.String(200), nullable=False),
     sa.Column("space_yaml", sa.Text, nullable=False),
-    sa.Column("target", sa.JSON, nullable=False),
-    sa.Column("workload", sa.JSON, nullable=False),
-    sa.Column("objective", sa.JSON, nullable=False),
+    sa.Column("target", JsonCell, nullable=False),
+    sa.Column("workload", JsonCell, nullable=False),
+    sa.Column("objective", JsonCell, nullable=False),
     sa.Column("tuner", sa.String(80), nullable=False),
     sa.Column("seed", sa.Integer, nullable=False),
-    sa.Column("settings", sa.JSON, nullable=False),
+    sa.Column("settings", JsonCell, nullable=False),
     sa.Column("status", sa.String(40), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
@@ -68,12 +75,12 @@ trials = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
     sa.Column("seq", sa.Integer, nullable=False),
-    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("config", JsonCell, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("value", sa.Float),
-    sa.Column("summary", sa.JSON),
+    sa.Column("summary", JsonCell),
     sa.Column("error", sa.Text),
-    sa.Column("info", sa.JSON),
+    sa.Column("info", JsonCell),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("finished_at", sa.Float),
     sa.UniqueConstraint("campaign_id", "seq"),
@@ -88,9 +95,9 @@ runs = sa.Table(
     sa.Column("workload", sa.String(200), nullable=False),
     sa.Column("repetition", sa.Integer, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
-    sa.Column("metrics", sa.JSON, nullable=False),
+    sa.Column("metrics", JsonCell, nullable=False),
     sa.Column("error", sa.Text),
-    sa.Column("info", sa.JSON),
+    sa.Column("info", JsonCell),
     sa.Column("started_at", sa.Float, nullable=False),
     sa.Column("ended_at", sa.Float, nullable=False),
     sa.UniqueConstraint("trial_id", "workload", "repetition"),
@@ -102,7 +109,7 @@ environments = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False),
     sa.Column("recorded_at", sa.Float, nullable=False),
-    sa.Column("fingerprint", sa.JSON, nullable=False),
+    sa.Column("fingerprint", JsonCell, nullable=False),
 )
 
 leases = sa.Table(
@@ -372,12 +379,12 @@ class Store:
             known = [c.name for c in self.campaigns()]
             listing = ", ".join(known[-10:]) if known else "none"
             raise StoreError(f"no campaign {name!r} in {self.url} (campaigns: {listing})")
-        return Campaign(**row._mapping)
+        return Campaign(**campaign_fields(row._mapping, self.url))
 
     def campaigns(self) -> list[Campaign]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(campaigns).order_by(campaigns.c.id)).all()
-        return [Campaign(**r._mapping) for r in rows]
+        return [Campaign(**campaign_fields(r._mapping, self.url)) for r in rows]
 
     def set_status(self, campaign_id: int, status: str) -> None:
         self.update_campaign(campaign_id, status=str(status))
@@ -412,7 +419,11 @@ class Store:
                 .where(environments.c.campaign_id == campaign_id)
                 .order_by(environments.c.id)
             ).all()
-        return [{"recorded_at": r.recorded_at, **r.fingerprint} for r in rows]
+        named = self._name_of(campaign_id) if rows else ""
+        return [
+            {"recorded_at": r.recorded_at, **check_fingerprint(r.fingerprint, named, self.url)}
+            for r in rows
+        ]
 
     # ---- leases: which process measures a campaign (measure/lease.py) ----------------------
     def lease(self, campaign_id: int) -> Lease | None:
@@ -623,14 +634,14 @@ class Store:
             run_rows = conn.execute(
                 sa.select(runs).where(runs.c.campaign_id == campaign_id).order_by(runs.c.id)
             ).all()
+        named = self._name_of(campaign_id) if trial_rows or run_rows else ""
         by_trial: dict[int, list[Run]] = {}
         for r in run_rows:
-            run = _run(r)
+            run = Run(**run_fields(r._mapping, named, self.url))
             by_trial.setdefault(run.trial_id, []).append(run)
         out = []
         for t in trial_rows:
-            m = dict(t._mapping)
-            m.pop("campaign_id")
+            m = trial_fields(t._mapping, named, self.url)
             out.append(Trial(**m, runs=by_trial.get(m["id"], [])))
         return out
 
@@ -640,8 +651,7 @@ class Store:
             row = conn.execute(sa.select(trials).where(trials.c.id == trial_id)).first()
         if row is None:
             raise StoreError(f"no trial {trial_id} in {self.url}")
-        fields = dict(row._mapping)
-        fields.pop("campaign_id")
+        fields = trial_fields(row._mapping, self._name_of(row.campaign_id), self.url)
         return Trial(**fields, runs=self.trial_runs(trial_id))
 
     def trial_runs(self, trial_id: int) -> list[Run]:
@@ -649,7 +659,16 @@ class Store:
             rows = conn.execute(
                 sa.select(runs).where(runs.c.trial_id == trial_id).order_by(runs.c.id)
             ).all()
-        return [_run(r) for r in rows]
+        named = self._name_of(rows[0].campaign_id) if rows else ""
+        return [Run(**run_fields(r._mapping, named, self.url)) for r in rows]
+
+    def _name_of(self, campaign_id: int) -> str:
+        """A campaign's name by its id (what a message about its rows says)."""
+        with self.engine.connect() as conn:
+            name = conn.execute(
+                sa.select(campaigns.c.name).where(campaigns.c.id == campaign_id)
+            ).scalar()
+        return str(name) if name is not None else f"#{campaign_id}"
 
     def run_count(self, campaign_id: int) -> int:
         with self.engine.connect() as conn:
@@ -820,12 +839,6 @@ def _delete_campaign_rows(conn: Connection, campaign_id: int) -> None:
     for table in (runs, trials, environments, leases):
         conn.execute(table.delete().where(table.c.campaign_id == campaign_id))
     conn.execute(campaigns.delete().where(campaigns.c.id == campaign_id))
-
-
-def _run(row: sa.Row) -> Run:
-    fields = dict(row._mapping)
-    fields.pop("campaign_id")
-    return Run(**fields)
 
 
 def _new_sqlite_file(url: str) -> Path | None:

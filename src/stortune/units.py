@@ -7,6 +7,7 @@ import re
 from stortune.errors import ConfigError
 
 KIB = 1024
+MAX_SIZE = KIB**5  # 1 PiB: more than any image, cache or file stortune makes
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -14,6 +15,8 @@ def parse_size(value: str | int | float) -> int:
     """Bytes from ``268435456``, ``256m``, ``1g``, ``512KiB`` (binary units)."""
     if isinstance(value, bool):
         raise ConfigError(f"size {value!r} is not a size")
+    if isinstance(value, int) and abs(value) > MAX_SIZE:
+        raise ConfigError(f"size {_clip(value)} is more than 1024t (1 PiB)")
     if isinstance(value, int | float):
         number, unit = float(value), ""
         if number != number or number in (float("inf"), float("-inf")):
@@ -23,10 +26,19 @@ def parse_size(value: str | int | float) -> int:
         if not match:
             raise ConfigError(f"size {value!r}: write bytes or a number with k, m, g or t")
         number, unit = float(match.group(1)), match.group(2).lower()
+    if number * KIB ** " kmgt".index(unit or " ") > MAX_SIZE:
+        raise ConfigError(f"size {_clip(value)} is more than 1024t (1 PiB)")
     size = int(number * KIB ** " kmgt".index(unit or " "))
     if size <= 0:
         raise ConfigError(f"size {value!r} must be positive")
     return size
+
+
+def _clip(value: str | int | float) -> str:
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def human_size(size: int) -> str:

@@ -24,23 +24,27 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from stortune.errors import ConfigError
+from stortune.inputs import TEXT_BYTES, read_text
 from stortune.space import Config, Space
+from stortune.space.loader import load_yaml
 
 
 def read_config_file(name_or_path: str | Path) -> dict[str, Any]:
     """The document of a config file, or of a bundled one (``expert``)."""
     path = Path(name_or_path)
-    if path.exists():
-        text = path.read_text()
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long, a NUL byte: no file, nor a bundled name
+        exists = False
+    if exists:
+        text = read_text(path, "config file", TEXT_BYTES, ConfigError)
     else:
         bundled = resources.files("stortune.cephspace") / f"ceph-{name_or_path}.yaml"
-        if not bundled.is_file():
-            raise ConfigError(f"no config file {str(name_or_path)!r} (bundled: expert)")
+        if "/" in str(name_or_path) or not bundled.is_file():
+            raise ConfigError(f"no config file {str(name_or_path)[:200]!r} (bundled: expert)")
         text = bundled.read_text()
-    doc = yaml.safe_load(text)
+    doc = load_yaml(text, str(name_or_path))
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise ConfigError(f"{name_or_path}: a config file is a mapping with a 'config' mapping")
     return doc
@@ -55,7 +59,7 @@ def load_config(name_or_path: str | Path, space: Space) -> Config:
 def config_of(doc: dict[str, Any], name_or_path: str | Path, space: Space) -> Config:
     """The config of a document `read_config_file` read, checked against `space`."""
     values = {
-        name: entry["value"] if isinstance(entry, dict) else entry
+        name: entry.get("value") if isinstance(entry, dict) else entry
         for name, entry in doc["config"].items()
     }
     try:

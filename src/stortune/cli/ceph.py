@@ -8,8 +8,10 @@ from pathlib import Path
 import typer
 import yaml
 
+from stortune.cli import checks
 from stortune.cli.common import console, print_json
 from stortune.errors import StortuneError
+from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.targets.cephcluster.client import CephClient
 from stortune.targets.cephcluster.conf import BASELINE
@@ -31,7 +33,9 @@ def register(app: typer.Typer) -> None:
 
     @ceph_app.command("space")
     def space_command(
-        out: Path = typer.Option(..., "--out", "-o", help="Write the space (YAML) here."),
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="Write the space (YAML) here.", callback=checks.OUTPUT_FILE
+        ),
         conf: Path = typer.Option(
             None, "--conf", help="Read an existing cluster's metadata (nothing is changed)."
         ),
@@ -56,7 +60,8 @@ def register(app: typer.Typer) -> None:
             space, cleaning = space_from_client(CephClient(conf, keyring))
         else:
             space, cleaning = space_from_local_cluster(state_dir, probe=probe)
-        out.write_text(yaml.safe_dump(space.to_dict(), sort_keys=False, width=100))
+        with writing(out):
+            out.write_text(yaml.safe_dump(space.to_dict(), sort_keys=False, width=100))
         if json_out:
             print_json({"out": str(out), **cleaning.to_dict()})
             return

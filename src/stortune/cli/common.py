@@ -96,7 +96,7 @@ def campaign_objective(
     (`workloads.declared.objective_for`), its metric names checked against what the workloads
     and the target report before anything is stored or measured; each choice made from a
     declaration is said in one line (not under --json: the campaign stores what was chosen)."""
-    from stortune.measure.metricnames import check_metric_names, target_metric_names
+    from stortune.measure.metricnames import check_campaign_metrics
     from stortune.measure.objective import Guardrail
     from stortune.workloads.declared import objective_for
 
@@ -106,7 +106,7 @@ def campaign_objective(
     notes: list[str] = []
     objective = objective_for(workloads, given, chosen, fallback=fallback, say=notes.append)
     try:
-        check_metric_names(objective, workloads, target_metric_names(target))
+        check_campaign_metrics(objective, workloads, target)
     except StortuneError as exc:
         if fallback is None or given is not None or objective.measured != fallback.measured:
             raise

@@ -15,9 +15,11 @@ import typer
 import yaml
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli.common import StoreOption, console, print_json
 from stortune.datasets import load_dataset
 from stortune.errors import StoreError, StortuneError
+from stortune.outputs import writing
 from stortune.sources import campaign_frame
 from stortune.space import load_space, space_from_dataset
 from stortune.store import Campaign, Store, Trial
@@ -226,7 +228,9 @@ def _register_tables(app: typer.Typer) -> None:
         campaigns: list[str] = typer.Argument(
             ..., help="Campaign name; several are exported into one table."
         ),
-        out: Path = typer.Option(..., "--out", "-o", help="Output file: .csv or .parquet."),
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="Output file: .csv or .parquet.", callback=checks.OUTPUT_FILE
+        ),
         store: str = StoreOption,
         ok_only: bool = typer.Option(False, "--ok-only", help="Leave out failed runs."),
     ) -> None:
@@ -239,6 +243,8 @@ def _register_tables(app: typer.Typer) -> None:
 
         Example: stortune export localfs-lhs200 localfs-random70 -o data/localfs.csv
         """
+        if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
+            raise StortuneError(f"{out}: write .csv or .parquet")
         frames = []
         with Store(store, existing=True) as db, reading(db):
             for name in campaigns:
@@ -248,15 +254,11 @@ def _register_tables(app: typer.Typer) -> None:
                 frame.insert(0, "run.campaign", name)
                 frames.append(frame)
         frame = pd.concat(frames, ignore_index=True)
-        if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
-            raise StortuneError(f"{out}: write .csv or .parquet")
-        try:
+        with writing(out):
             if out.suffix.lower() == ".csv":
                 frame.to_csv(out, index=False)
             else:
                 frame.to_parquet(out, index=False)
-        except OSError as exc:
-            raise StortuneError(f"cannot write {out}: {exc.strerror or exc}") from None
         console.print(
             f"wrote {len(frame)} runs of {', '.join(map(repr, campaigns))} to {out}",
             highlight=False,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from stortune.cli import checks
 from stortune.cli.common import console, print_json
 from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import check_achieved
@@ -17,20 +18,41 @@ from stortune.workflows.recommend import advice_line
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
-        out: Path = typer.Option(Path("stortune-demo"), "--out", help="Folder for store+report."),
-        budget: int = typer.Option(10, help="Evaluations, the default config included."),
-        repetitions: int = typer.Option(
-            3, "--repetitions", "-r", help="The most race pairs of a challenger."
+        out: Path = typer.Option(
+            Path("stortune-demo"),
+            "--out",
+            help="Folder for store+report.",
+            callback=checks.OUTPUT_FOLDER,
         ),
-        runtime: float = typer.Option(3.0, help="Seconds each fio run lasts."),
+        budget: int = typer.Option(
+            10, help="Evaluations, the default config included.", callback=checks.COUNT
+        ),
+        repetitions: int = typer.Option(
+            3,
+            "--repetitions",
+            "-r",
+            help="The most race pairs of a challenger.",
+            callback=checks.REPETITIONS,
+        ),
+        runtime: float = typer.Option(
+            3.0, help="Seconds each fio run lasts.", callback=checks.RUNTIME
+        ),
         workload: str = typer.Option("dbfsync", help="fio template (as root)."),
         tuner: str = typer.Option("bo", help="Tuner to use."),
-        sample: int = typer.Option(12, help="Configs the ranking samples (short runs)."),
+        sample: int = typer.Option(
+            12, help="Configs the ranking samples (short runs).", callback=checks.COUNT
+        ),
         verify: int = typer.Option(
-            5, "--verify", help="The fewest rounds of default vs best re-measured side by side."
+            5,
+            "--verify",
+            help="The fewest rounds of default vs best re-measured side by side.",
+            callback=checks.ROUNDS,
         ),
         verify_max: int = typer.Option(
-            20, "--verify-max", help="The most rounds before an open verdict is undecided."
+            20,
+            "--verify-max",
+            help="The most rounds before an open verdict is undecided.",
+            callback=checks.ROUNDS,
         ),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli.common import (
     SOURCE_HELP,
     RawOption,
@@ -24,6 +25,7 @@ from stortune.cli.common import (
     print_json,
 )
 from stortune.errors import ConfigError, DatasetError, StortuneError
+from stortune.outputs import writing
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -185,7 +187,11 @@ def fit_command(
         False, "--optimize", help="tune hyperparameters with the split search (10-fold CV RMSE)"
     ),
     out: Path | None = typer.Option(
-        None, "--out", "-o", help=f"model file (*.joblib) or directory (default: {DEFAULT_OUT})"
+        None,
+        "--out",
+        "-o",
+        help=f"model file (*.joblib) or directory (default: {DEFAULT_OUT})",
+        callback=checks.OUTPUT_MODEL,
     ),
     splits: int = typer.Option(4, help="split search: splits per parameter (k)"),
     explorations: int = typer.Option(5, help="split search: points explored per iteration (n)"),
@@ -257,7 +263,8 @@ def fit_command(
             cv_mre=cv_mre,
             evaluations=evaluations,
         )
-        path = model.save(paths[tech_name])
+        with writing(paths[tech_name], "model"):
+            path = model.save(paths[tech_name])
         rows.append(
             {
                 "technique": tech_name,
@@ -303,7 +310,11 @@ def predict_command(
         " does not use (metrics, say) are ignored",
     ),
     out: Path | None = typer.Option(
-        None, "--out", "-o", help="with --from: write the rows and their predictions to this CSV"
+        None,
+        "--out",
+        "-o",
+        help="with --from: write the rows and their predictions to this CSV",
+        callback=checks.OUTPUT_FILE_MADE,
     ),
     workload: list[str] = typer.Option(
         [],
@@ -413,18 +424,14 @@ def _predict_systems(
 def _config_table(path: Path, text_params: list[str]) -> pd.DataFrame:
     """The rows of a file as written: no column roles guessed (a file of configs to predict
     may have no metric column), and text parameters kept as text, as `-c` gives them."""
-    from stortune.datasets import load_dataset
+    from stortune.datasets import load_dataset, read_dataset_file, read_table
 
-    if not path.exists():
-        raise DatasetError(f"{path}: no such file")
     suffix = path.suffix.lower()
+    if suffix == ".arff":
+        return load_dataset(path).frame
+    data = read_dataset_file(path)
     try:
-        if suffix == ".arff":
-            frame = load_dataset(path).frame
-        elif suffix in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-        else:
-            frame = pd.read_csv(path, dtype={name: str for name in text_params})
+        frame = read_table(data, suffix, dtype={name: str for name in text_params})
     except DatasetError:
         raise
     except Exception as exc:  # pandas raises many kinds; the user needs the file and the reason
@@ -459,8 +466,9 @@ def _predict_file(surrogate: SurrogateModel, source: Path, out: Path | None, as_
     result = frame.copy()
     result[column] = surrogate.predict(pd.DataFrame(rows, columns=surrogate.params))
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        result.to_csv(out, index=False)
+        with writing(out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            result.to_csv(out, index=False)
     if as_json:
         print_json(
             {
@@ -511,7 +519,9 @@ def evaluate_command(
         help="also tune each technique and test the gain (paired t-test); with --train-size,"
         " tune inside each training set (slow: up to --time-limit per technique and repeat)",
     ),
-    plots: Path | None = typer.Option(None, "--plots", help="write PNG and SVG figures here"),
+    plots: Path | None = typer.Option(
+        None, "--plots", help="write PNG and SVG figures here", callback=checks.OUTPUT_FOLDER
+    ),
     test_fraction: float = typer.Option(0.1, help="share of rows held out for interpolation"),
     train_size: str | None = typer.Option(
         None,
@@ -521,7 +531,9 @@ def evaluate_command(
     ),
     repeats: int = typer.Option(10, help="--train-size: random training sets drawn"),
     seed: int = typer.Option(
-        0, help="seed of the held-out rows and the folds, or of the --train-size draws"
+        0,
+        help="seed of the held-out rows and the folds, or of the --train-size draws",
+        callback=checks.SEED,
     ),
     splits: int = typer.Option(4, help="split search: splits per parameter (k)"),
     explorations: int = typer.Option(5, help="split search: points explored per iteration (n)"),
@@ -582,7 +594,10 @@ def evaluate_command(
         assess_technique(n, X, y, interpolation, extrapolation, cv, optimize, settings)
         for n in names
     ]
-    figures = _plots(plots, results, name) if plots else []
+    figures = []
+    if plots:
+        with writing(plots, "plots in"):
+            figures = _plots(plots, results, name)
     if as_json:
         print_json(
             {

@@ -7,15 +7,18 @@ from pathlib import Path
 import typer
 
 from stortune import plots as figures
+from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import StoreOption, console, parse_assignments, print_json
 from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
+from stortune.measure.metricnames import check_campaign_metrics
 from stortune.measure.noise import analyse
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import sweep_time_estimate
+from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.workflows.reporting import run_measuring
@@ -33,12 +36,20 @@ def register(app: typer.Typer) -> None:
         ),
         seconds: float = typer.Option(
             600.0,
+            callback=checks.SECONDS,
             help="How long to measure, at most (waits for a busy machine count); "
             "the repetitions are planned to fill it.",
         ),
         objective: str = typer.Option("total.bw_mbs", "--objective", "-o", help="METRIC."),
-        target_ci: float = typer.Option(0.05, help="CI half-width to size repetitions for."),
-        plots: Path = typer.Option(None, "--plots", help="Write the drift plot (PNG, SVG) here."),
+        target_ci: float = typer.Option(
+            0.05, help="CI half-width to size repetitions for.", callback=checks.FRACTION
+        ),
+        plots: Path = typer.Option(
+            None,
+            "--plots",
+            help="Write the drift plot (PNG, SVG) here.",
+            callback=checks.OUTPUT_FOLDER,
+        ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         name: str = typer.Option(
@@ -68,6 +79,8 @@ def register(app: typer.Typer) -> None:
                 studied = s.validate(parse_assignments(config))
                 target = targets.build(s)
                 workloads = targets.workloads(target)[:1]
+                metric = Objective.parse(objective)
+                check_campaign_metrics(metric, workloads, target)  # before anything is stored
                 expected = [w.expected_seconds or 0.0 for w in workloads if w is not None]
                 runtime = targets.runtime or max(expected, default=10.0)
                 per_pair = 2 * sweep_time_estimate(1, runtime)
@@ -77,17 +90,16 @@ def register(app: typer.Typer) -> None:
                     check_disturbance=check_disturbance,
                     busy_wait=busy_wait,
                 )
-                metric = Objective.parse(objective).metric
                 name, _ = noise_study(
-                    db, s, target, workloads, metric, studied, repetitions, rules, reporter,
+                    db, s, target, workloads, metric.metric, studied, repetitions, rules, reporter,
                     name=name, seconds=seconds,
                 )  # fmt: skip
             report = analyse(db, db.campaign(name), target_ci)
-        paths = (
-            figures.render.save(figures.noise.drift(report), plots / f"{report.campaign}-drift")
-            if plots
-            else []
-        )
+        paths = []
+        if plots:
+            with writing(plots, "plots in"):
+                drift = figures.noise.drift(report)
+                paths = figures.render.save(drift, plots / f"{report.campaign}-drift")
         if json_out:
             print_json({**report.to_dict(), "plots": [str(p) for p in paths]})
             return

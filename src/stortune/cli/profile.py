@@ -17,7 +17,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli.common import StoreOption, console, err_console, print_json
+from stortune.outputs import writing
 from stortune.profile.compare import compare_profiles
 from stortune.profile.design import DEFAULT_INTERVALS_TEXT, parse_intervals
 from stortune.profile.parallel import MpiRunner, Runner, SerialRunner
@@ -78,7 +80,10 @@ def register(app: typer.Typer) -> None:
             False, "--mpi", help="Run on the workers of `python -m mpi4py.futures` (see docs)."
         ),
         out: Path = typer.Option(
-            None, "--out", help="JSON file (default stortune-out/profile/MODE.json)."
+            None,
+            "--out",
+            help="JSON file (default stortune-out/profile/MODE.json).",
+            callback=checks.OUTPUT_FILE_MADE,
         ),
         plot: bool = typer.Option(True, "--plot/--no-plot", help="PNG + SVG beside the JSON."),
         name: str = typer.Option(
@@ -118,15 +123,17 @@ def register(app: typer.Typer) -> None:
         finally:
             runner.close()
         path = out or DEFAULT_OUT / f"{profile['mode']}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(profile, indent=1) + "\n")
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(profile, indent=1) + "\n")
         campaign = store_profile(store, name, profile)
         written = [path]
         if plot:
             from stortune.plots import profile as figures
             from stortune.plots.render import save
 
-            written += save(figures.access_times(profile), path.with_suffix(""))
+            with writing(path.with_suffix(""), "plot"):
+                written += save(figures.access_times(profile), path.with_suffix(""))
         if json_out:
             print_json(profile | {"files": [str(p) for p in written]})
             return
@@ -141,7 +148,12 @@ def register(app: typer.Typer) -> None:
     def profile_compare_command(
         estimated: Path = typer.Argument(..., help="Profile from `stortune profile`."),
         full: Path = typer.Argument(..., help="Profile from `stortune profile --full`."),
-        plot: Path = typer.Option(None, "--plot", help="Write both ratio curves (PNG + SVG)."),
+        plot: Path = typer.Option(
+            None,
+            "--plot",
+            help="Write both ratio curves (PNG + SVG).",
+            callback=checks.OUTPUT_FIGURE,
+        ),
         json_out: bool = JsonOption,
     ) -> None:
         """How far an estimated profile's ratios are from the full profile's, and the time
@@ -156,7 +168,8 @@ def register(app: typer.Typer) -> None:
             from stortune.plots import profile as figures
             from stortune.plots.render import save
 
-            written = save(figures.compare(est, ref), plot)
+            with writing(plot, "plot"):
+                written = save(figures.compare(est, ref), plot)
         if json_out:
             print_json(result | {"files": [str(p) for p in written]})
             return

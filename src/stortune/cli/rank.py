@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from stortune import importance
+from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import (
     SOURCE_HELP,
@@ -32,8 +33,10 @@ from stortune.enums import Direction
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, PiCorrection
 from stortune.importance.common import RankError
 from stortune.importance.study import FANOVA_TRIALS
+from stortune.measure.metricnames import check_campaign_metrics
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
+from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.workflows.rank import sample_space
@@ -129,10 +132,13 @@ def measure_sample(
         raise RankError(f"--budget on the {targets.kind} target needs --objective METRIC")
     space = load_space(space_name)
     target = targets.build(space)
+    workloads = targets.workloads(target)
+    measured = Objective.parse(objective)
+    check_campaign_metrics(measured, workloads, target)  # before anything is stored
     name = name or f"{space.name}-rank-{time.strftime('%Y%m%d-%H%M%S')}"
     with Store(store) as db:
         outcome = sample_space(
-            db, name, space, target, targets.workloads(target), Objective.parse(objective),
+            db, name, space, target, workloads, measured,
             budget, rules, ConsoleReporter(quiet),
             reference_every=target_options.reference_every(reference_every, target),
             repetitions=repetitions,
@@ -161,6 +167,7 @@ def register(app: typer.Typer) -> None:
         budget: int = typer.Option(
             None,
             "--budget",
+            callback=checks.COUNT,
             help="Instead of --from: measure this many configs of --space, a Latin hypercube, "
             "on the target, then rank them.",
         ),
@@ -172,9 +179,15 @@ def register(app: typer.Typer) -> None:
             help="--budget: METRIC[:max|min] to measure \\[default: total.bw_mbs:max on localfs].",
         ),
         repetitions: int = typer.Option(
-            1, "--repetitions", "-r", help="--budget: runs per config."
+            1,
+            "--repetitions",
+            "-r",
+            help="--budget: runs per config.",
+            callback=checks.REPETITIONS,
         ),
-        timeout: float = typer.Option(600.0, help="--budget: kill a run after this many seconds."),
+        timeout: float = typer.Option(
+            600.0, help="--budget: kill a run after this many seconds.", callback=checks.TIMEOUT
+        ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
@@ -192,7 +205,12 @@ def register(app: typer.Typer) -> None:
         rsd: float = typer.Option(DEFAULT_RSD, "--rsd", help="RSD threshold of --stop rsd."),
         bins: int = BinsOption,
         correction: PiCorrection = CorrectionOption,
-        plots: Path = typer.Option(None, "--plots", help="Write PNG and SVG figures here."),
+        plots: Path = typer.Option(
+            None,
+            "--plots",
+            help="Write PNG and SVG figures here.",
+            callback=checks.OUTPUT_FOLDER,
+        ),
         raw: bool = RawOption,
         store: str = StoreOption,
         json_out: bool = JsonOption,
@@ -234,7 +252,10 @@ def register(app: typer.Typer) -> None:
             workload = None
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)
         result = importance.rank_dataset(dataset, method, metric, stop, top, rsd, bins, correction)
-        written = importance.write_plots(dataset, result, plots) if plots else []
+        written = []
+        if plots:
+            with writing(plots, "plots in"):
+                written = importance.write_plots(dataset, result, plots)
         if json_out:
             print_json(result.to_dict() | {"plots": [str(p) for p in written]})
             return
@@ -294,8 +315,13 @@ def register(app: typer.Typer) -> None:
         depth: int = typer.Option(3, "--depth", help="Ranks to check (1st, 2nd, ...)."),
         bins: int = BinsOption,
         correction: PiCorrection = CorrectionOption,
-        seed: int = typer.Option(0, "--seed", help="Seed of the subsets."),
-        plot: Path = typer.Option(None, "--plot", help="Write the success curves (PNG + SVG)."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the subsets.", callback=checks.SEED),
+        plot: Path = typer.Option(
+            None,
+            "--plot",
+            help="Write the success curves (PNG + SVG).",
+            callback=checks.OUTPUT_FIGURE,
+        ),
         workload: str = WorkloadFilterOption,
         raw: bool = RawOption,
         store: str = StoreOption,
@@ -326,7 +352,8 @@ def register(app: typer.Typer) -> None:
         if plot:
             from stortune.importance.plots import plot_study
 
-            written = plot_study([study], plot)
+            with writing(plot, "plot"):
+                written = plot_study([study], plot)
         if json_out:
             print_json(study.to_dict() | {"plots": [str(p) for p in written]})
             return

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import typer
 
+from stortune.cli import checks
 from stortune.cli.common import StoreOption, console, print_json
+from stortune.outputs import writing
 
 DEFAULT_OUT = Path("stortune-out") / "report"
 
@@ -21,7 +23,13 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_command(
         campaign: str = typer.Argument(..., help="The campaign to report on (a tuning, sweep...)."),
-        out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Folder for the HTML page."),
+        out: Path = typer.Option(
+            DEFAULT_OUT,
+            "--out",
+            "-o",
+            help="Folder for the HTML page.",
+            callback=checks.OUTPUT_FOLDER,
+        ),
         profile: Path = typer.Option(
             None, "--profile", help="A device profile JSON (`stortune profile`) to include."
         ),
@@ -48,7 +56,7 @@ def register(app: typer.Typer) -> None:
             from stortune.profile.profiler import load_profile
 
             data, source = load_profile(profile), str(profile)
-        with Store(store, existing=True) as db:
+        with Store(store, existing=True) as db, writing(out, "report in"):
             report = write_report(
                 db, campaign, out, workload=workload, profile=data, profile_source=source
             )

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import typer
 
+from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import (
     GuardrailOption,
@@ -131,22 +132,33 @@ def register(app: typer.Typer) -> None:
             [], "--bounds", help="Several objectives: METRIC=LOW:HIGH normalisation bounds."
         ),
         budget: int = typer.Option(
-            None, help="Evaluations (configs) in total \\[default: 20; on --resume: as stored]."
+            None,
+            help="Evaluations (configs) in total \\[default: 20; on --resume: as stored].",
+            callback=checks.COUNT,
         ),
         seconds: float = typer.Option(
-            None, help="A time budget: no run starts that would end after it."
+            None,
+            help="A time budget: no run starts that would end after it.",
+            callback=checks.SECONDS,
         ),
         repetitions: int = typer.Option(
-            3, "--repetitions", "-r", help="Runs per config (the most, with --target-ci)."
+            3,
+            "--repetitions",
+            "-r",
+            help="Runs per config (the most, with --target-ci).",
+            callback=checks.REPETITIONS,
         ),
         target_ci: float = typer.Option(
             None,
             "--target-ci",
+            callback=checks.FRACTION,
             help="Repeat each config until the 90% CI of its mean is "
             "within this fraction (e.g. 0.05), between --min-repetitions and --repetitions.",
         ),
         min_repetitions: int = typer.Option(
-            2, help="With --target-ci: runs at least; with --intensify: of the first config."
+            2,
+            help="With --target-ci: runs at least; with --intensify: of the first config.",
+            callback=checks.REPETITIONS,
         ),
         allow_risk: bool = typer.Option(
             False,
@@ -162,8 +174,10 @@ def register(app: typer.Typer) -> None:
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
-        timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
-        seed: int = typer.Option(0, help="Random seed of the tuner."),
+        timeout: float = typer.Option(
+            600.0, help="Kill a run after this many seconds.", callback=checks.TIMEOUT
+        ),
+        seed: int = typer.Option(0, help="Random seed of the tuner.", callback=checks.SEED),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
         resume: str = typer.Option(
             None, "--resume", help="Continue this stored campaign where it stopped."
@@ -235,11 +249,16 @@ def register(app: typer.Typer) -> None:
     @app.command("resume")
     def resume_command(
         campaign: str = typer.Argument(..., help="The stored campaign to continue."),
-        budget: int = typer.Option(None, help="Tuning: raise the budget to this many evaluations."),
-        seconds: float = typer.Option(None, help="A time budget for this sitting."),
+        budget: int = typer.Option(
+            None, help="Tuning: raise the budget to this many evaluations.", callback=checks.COUNT
+        ),
+        seconds: float = typer.Option(
+            None, help="A time budget for this sitting.", callback=checks.SECONDS
+        ),
         busy_wait: float = typer.Option(
             None,
             "--busy-wait",
+            callback=checks.WAIT,
             help="Seconds to wait for a busy machine before stopping again, this sitting "
             "\\[default: as the campaign was started].",
         ),

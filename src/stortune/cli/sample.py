@@ -6,16 +6,14 @@ from pathlib import Path
 
 import typer
 
+from stortune.bounds import MAX_SAMPLES
+from stortune.cli import checks
 from stortune.cli.common import console, print_json
 from stortune.cli.space import COUNT_LIMIT
 from stortune.errors import StortuneError
-from stortune.sampling import METHODS, sample
+from stortune.sampling import METHODS, count_text, sample
 from stortune.space import load_space
 from stortune.space.parameter import MAX_LEVELS, check_levels
-
-# Designs are for measuring, a config at a time: 10,000 configs take half a minute to draw and
-# far longer than anyone measures; a bigger -n only ties up the machine.
-MAX_SAMPLES = 10_000
 
 
 def register(app: typer.Typer) -> None:
@@ -29,11 +27,15 @@ def register(app: typer.Typer) -> None:
             help=f"How many configs, at most {MAX_SAMPLES:,} (factorial: at most this many; "
             "0 = all).",
         ),
-        seed: int = typer.Option(0, help="Random seed (0 or more)."),
+        seed: int = typer.Option(0, help="Random seed (0 to 4,294,967,295).", callback=checks.SEED),
         levels: int = typer.Option(
-            3, help=f"Factorial: grid levels for numeric parameters (1 to {MAX_LEVELS})."
+            3,
+            help=f"Factorial: grid levels for numeric parameters (1 to {MAX_LEVELS}).",
+            callback=checks.LEVELS,
         ),
-        csv: Path | None = typer.Option(None, "--csv", help="Write the configs to this CSV file."),
+        csv: Path | None = typer.Option(
+            None, "--csv", help="Write the configs to this CSV file.", callback=checks.OUTPUT_FILE
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the configs as JSON."),
     ) -> None:
         """Draw valid configs by Latin hypercube, random, Monte Carlo or full factorial design.
@@ -42,10 +44,11 @@ def register(app: typer.Typer) -> None:
         """
         check_arguments(method, n, seed, levels)
         s = load_space(space)
-        if method == "factorial" and s.raw_grid_size(levels) > COUNT_LIMIT:
+        raw = s.raw_grid_size(levels) if method == "factorial" else 0
+        if raw > COUNT_LIMIT:
             raise StortuneError(
-                f"the full factorial of {s.name!r} has {s.raw_grid_size(levels):.3g} configs, "
-                f"more than {COUNT_LIMIT:,}: use fewer --levels or another --method"
+                f"the full factorial of {s.name!r} has {count_text(raw)} configs, more than "
+                f"{COUNT_LIMIT:,}: use fewer --levels or another --method"
             )
         design = sample(s, method, n, seed, levels)
         if csv is not None:

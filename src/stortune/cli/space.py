@@ -8,7 +8,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli.common import console, parse_assignments, print_json
+from stortune.outputs import writing
+from stortune.sampling import count_text
 from stortune.space import bundled_spaces, load_space
 from stortune.space.parameter import MAX_LEVELS, check_levels
 
@@ -86,7 +89,9 @@ def register(app: typer.Typer) -> None:
             [], "--config", "-c", help="Also check a config: NAME=VALUE, repeatable."
         ),
         levels: int = typer.Option(
-            3, help=f"Grid levels for numeric parameters when counting (1 to {MAX_LEVELS})."
+            3,
+            help=f"Grid levels for numeric parameters when counting (1 to {MAX_LEVELS}).",
+            callback=checks.LEVELS,
         ),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -102,7 +107,7 @@ def register(app: typer.Typer) -> None:
             "parameters": len(s),
             "constraints": len(s.constraints),
             "grid_levels": levels,
-            "grid_raw": raw,
+            "grid_raw": raw if raw < 10**300 else None,  # JSON numbers beyond are no numbers
             "grid_valid": s.grid_size(levels) if raw <= COUNT_LIMIT else None,
         }
         if config:
@@ -111,7 +116,9 @@ def register(app: typer.Typer) -> None:
             print_json(result)
             return
         if result["grid_valid"] is None:
-            grid = f"{raw:.3g} configs before conditions and constraints (too many to count)"
+            grid = (
+                f"{count_text(raw)} configs before conditions and constraints (too many to count)"
+            )
         else:
             grid = f"{result['grid_valid']} valid of {raw}"
         console.print(
@@ -126,9 +133,14 @@ def register(app: typer.Typer) -> None:
     def clean_cmd(
         space: str = typer.Argument(..., help="Space file or bundled name (localfs layers)."),
         out: Path = typer.Option(
-            None, "--out", help="Write the cleaned space (washed values out, reasons kept) here."
+            None,
+            "--out",
+            help="Write the cleaned space (washed values out, reasons kept) here.",
+            callback=checks.OUTPUT_FILE,
         ),
-        image_size: str = typer.Option("2g", "--image-size", help="Size of the loop image."),
+        image_size: str = typer.Option(
+            "2g", "--image-size", help="Size of the loop image.", callback=checks.SIZE
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Apply every value of a space at least once on this machine (mkfs, mount, sysfs,
@@ -158,7 +170,8 @@ def register(app: typer.Typer) -> None:
 
         result = clean_space(s, target, show)
         if out is not None:
-            out.write_text(yaml.safe_dump(cleaned_space(s, result), sort_keys=False))
+            with writing(out):
+                out.write_text(yaml.safe_dump(cleaned_space(s, result), sort_keys=False))
         summary = result.to_dict()
         if json_out:
             print_json(summary)

@@ -6,6 +6,8 @@ import time
 
 import typer
 
+from stortune.bounds import MAX_SAMPLES
+from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import (
     GuardrailOption,
@@ -55,9 +57,16 @@ def register(app: typer.Typer) -> None:
         design: str = typer.Option(
             "factorial", "--design", help="factorial (every valid config), lhs or random."
         ),
-        levels: int = typer.Option(3, help="factorial: grid levels for numeric parameters."),
+        levels: int = typer.Option(
+            3, help="factorial: grid levels for numeric parameters.", callback=checks.LEVELS
+        ),
         limit: int = typer.Option(
-            0, "--limit", "-n", help="At most this many configs (lhs/random: how many)."
+            0,
+            "--limit",
+            "-n",
+            help=f"At most this many configs, {MAX_SAMPLES:,} at most (lhs/random: how many; "
+            "factorial: 0 = all).",
+            callback=checks.SAMPLES,
         ),
         exclude_measured: list[str] = typer.Option(
             [],
@@ -65,10 +74,16 @@ def register(app: typer.Typer) -> None:
             help="Leave out the configs this stored campaign measured (random and factorial "
             "designs; repeatable), so a second sweep adds only new configs.",
         ),
-        repetitions: int = typer.Option(2, "--repetitions", "-r", help="Runs per config."),
+        repetitions: int = typer.Option(
+            2, "--repetitions", "-r", help="Runs per config.", callback=checks.REPETITIONS
+        ),
         reference_every: int = target_options.REFERENCE_EVERY,
-        seed: int = typer.Option(0, help="Seed of the run order (and of lhs/random designs)."),
-        timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
+        seed: int = typer.Option(
+            0, help="Seed of the run order (and of lhs/random designs).", callback=checks.SEED
+        ),
+        timeout: float = typer.Option(
+            600.0, help="Kill a run after this many seconds.", callback=checks.TIMEOUT
+        ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         name: str = typer.Option(None, "--name", help="Campaign name (default: made up)."),

@@ -17,11 +17,14 @@ from typing import Any
 
 import typer
 
+from stortune import bounds
+from stortune.cli import checks
 from stortune.errors import StortuneError
 from stortune.measure.reference import default_reference_every
 from stortune.space import Space
 from stortune.targets import registry, target_class
 from stortune.targets.base import CliOption, Target
+from stortune.targets.command import check_output_format, split_command
 from stortune.workloads.base import Workload
 
 DEFAULT_TARGET = "localfs"
@@ -40,6 +43,7 @@ WORKLOAD = typer.Option(
 RUNTIME = typer.Option(
     None,
     "--runtime",
+    callback=checks.RUNTIME,
     help="Seconds each run measures: fio's runtime (a job file takes it through "
     "runtime=${RUNTIME}, or gets it when it sets no runtime; one with its own runtime= is "
     "refused), rados bench's duration (reads are prefilled for as long) \\[default: 10].",
@@ -54,15 +58,36 @@ CHECK_DISTURBANCE = typer.Option(
 BUSY_WAIT = typer.Option(
     600.0,
     "--busy-wait",
+    callback=checks.WAIT,
     help="Seconds to wait for a busy machine before stopping the campaign (resumable).",
 )
 REFERENCE_EVERY = typer.Option(
     None,
     "--reference-every",
+    callback=checks.EVERY,
     help="Measure the space's default config before the first evaluation, after every N and at "
     "the end, so runs read relative to it (0: never) \\[default: 5 on targets that measure this "
     "machine, else 0].",
 )
+
+
+# What a target option's value must be, checked as the command line is read, by field name; an
+# int or float option not named here must be a whole number or a number from 0 to DEFAULT_HIGH.
+DEFAULT_HIGH = 2**31 - 1
+OPTION_CHECKS: dict[str, checks.Callback] = {
+    "image_size": checks.SIZE,
+    "memory_limit": checks.SIZE,
+    "noise": checks.within(bounds.SHARE),
+    "noise_seed": checks.SEED,
+    "osds": checks.within(bounds.Range(1, 64, whole=True)),
+    "health_timeout": checks.TIMEOUT,
+    "command": checks.checked(lambda text: (split_command(text), text)[1]),
+    "output": checks.checked(check_output_format),
+}
+DEFAULT_CHECKS = {
+    int: checks.within(bounds.Range(0, DEFAULT_HIGH, whole=True)),
+    float: checks.within(bounds.Range(0, DEFAULT_HIGH)),
+}
 
 
 def reference_every(value: int | None, target: Target) -> int:
@@ -169,6 +194,7 @@ def with_target_options(func: Callable[..., Any]) -> Callable[..., Any]:
                 option.flag,
                 help=option.help,
                 show_default=option.default is not None,
+                callback=OPTION_CHECKS.get(name, DEFAULT_CHECKS.get(option.type)),
             )
         extra[name] = (option.type if option.type in (str, int, float, bool) else str, flag)
     signature = inspect.signature(func)

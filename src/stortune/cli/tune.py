@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import (
     GuardrailOption,
@@ -23,6 +24,7 @@ from stortune.cli.run import check_achieved, settings_of
 from stortune.errors import StortuneError
 from stortune.measure.objective import Objective, parse_bounds
 from stortune.measure.runner import RunRules
+from stortune.outputs import writing
 from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.tuners import DEFAULT_TUNER, tuner_names
@@ -118,15 +120,20 @@ def register(app: typer.Typer) -> None:
             "the default config's value].",
         ),
         budget: int = typer.Option(
-            None, help="Evaluations in total \\[default: 30; on --resume: as stored]."
+            None,
+            help="Evaluations in total \\[default: 30; on --resume: as stored].",
+            callback=checks.COUNT,
         ),
         seconds: float = typer.Option(
-            None, help="A time budget for tuning: no run starts that would end after it."
+            None,
+            help="A time budget for tuning: no run starts that would end after it.",
+            callback=checks.SECONDS,
         ),
         repetitions: int = typer.Option(
             3,
             "--repetitions",
             "-r",
+            callback=checks.REPETITIONS,
             help="Runs per config; with --intensify, the most race pairs of a challenger (at "
             "least 2).",
         ),
@@ -143,10 +150,13 @@ def register(app: typer.Typer) -> None:
             help="Rank parameters first (carver or lasso) and tune the top K (and the parameters "
             "their conditions read).",
         ),
-        top_k: int = typer.Option(5, "--top-k", "-k", help="With --rank: parameters to tune."),
+        top_k: int = typer.Option(
+            5, "--top-k", "-k", help="With --rank: parameters to tune.", callback=checks.COUNT
+        ),
         rank_budget: int = typer.Option(
             None,
             "--rank-budget",
+            callback=checks.COUNT,
             help="With --rank: configs to sample (by LHS, one run each) for the ranking, counting "
             "runs already stored for this space \\[default: max(20, 2 x parameters)].",
         ),
@@ -161,18 +171,21 @@ def register(app: typer.Typer) -> None:
         verify: int = typer.Option(
             5,
             "--verify",
+            callback=checks.ROUNDS,
             help="Re-measure default and best side by side in at least this many rounds, then "
             "round by round until the verdict is decided (0: skip).",
         ),
         verify_max: int = typer.Option(
             None,
             "--verify-max",
+            callback=checks.ROUNDS,
             help="The most verification rounds before an open verdict is called undecided "
             "\\[default: 4 x --verify, at least 12].",
         ),
         verify_seconds: float = typer.Option(
             None,
             "--verify-seconds",
+            callback=checks.SECONDS,
             help="A time cap on the verification, beside --verify-max: what is open then is "
             "undecided.",
         ),
@@ -183,7 +196,10 @@ def register(app: typer.Typer) -> None:
             "expert config) re-measured beside default and best; repeatable.",
         ),
         agent: Path = typer.Option(
-            None, "--agent", help="ddpg: continue from this saved agent and save it back."
+            None,
+            "--agent",
+            help="ddpg: continue from this saved agent and save it back.",
+            callback=checks.OUTPUT_FILE,
         ),
         allow_risk: bool = typer.Option(
             False,
@@ -192,8 +208,10 @@ def register(app: typer.Typer) -> None:
             "space's `risk`, e.g. barrier off); the best safe config is then re-measured beside "
             "the best one.",
         ),
-        timeout: float = typer.Option(600.0, help="Kill a run after this many seconds."),
-        seed: int = typer.Option(0, help="Random seed of the tuner."),
+        timeout: float = typer.Option(
+            600.0, help="Kill a run after this many seconds.", callback=checks.TIMEOUT
+        ),
+        seed: int = typer.Option(0, help="Random seed of the tuner.", callback=checks.SEED),
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
         resume: str = typer.Option(None, "--resume", help="Continue this stored campaign."),
         store: str = StoreOption,
@@ -293,10 +311,16 @@ def register(app: typer.Typer) -> None:
     @app.command("recommend")
     def recommend_command(
         campaign: str = typer.Argument(..., help="A tuned campaign."),
-        out: Path = typer.Option(None, "--out", help="Write the recommendation to this file."),
+        out: Path = typer.Option(
+            None,
+            "--out",
+            help="Write the recommendation to this file.",
+            callback=checks.OUTPUT_FILE,
+        ),
         out_dir: Path = typer.Option(
             None,
             "--out-dir",
+            callback=checks.OUTPUT_FOLDER,
             help="Write each file to install under this folder, laid out as under / "
             "(etc/fstab, etc/sysctl.d/..., etc/tmpfiles.d/..., etc/udev/rules.d/..., mkfs.sh, "
             "ceph.conf), with a README saying how.",
@@ -323,7 +347,8 @@ def register(app: typer.Typer) -> None:
         elif out is None:
             sys.stdout.write(found.text)  # verbatim: a terminal's width must not wrap config lines
         if out is not None:
-            out.write_text(found.text)
+            with writing(out):
+                out.write_text(found.text)
             if not json_out:
                 console.print(f"wrote {out}", highlight=False)
         if out_dir is not None and not json_out:
@@ -350,4 +375,4 @@ def write_install_files(folder: Path, found: Recommendation) -> None:
         readme += ["", "Files:"] + [f"- {f.path}: {f.how}" for f in found.files]
         (folder / "README").write_text("\n".join(readme) + "\n")
     except OSError as exc:
-        raise StortuneError(f"cannot write to {folder}: {exc.strerror}") from None
+        raise StortuneError(f"cannot write to {folder}: {exc.strerror or exc}") from None

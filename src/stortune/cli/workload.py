@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from stortune.cli import checks
 from stortune.cli.common import console, print_json
 from stortune.errors import ConfigError
 from stortune.workloads.fio import (
@@ -76,7 +77,10 @@ def register(app: typer.Typer) -> None:
     def check(
         job: Path = typer.Argument(..., help="Your .fio job file."),
         runtime: float = typer.Option(
-            None, "--runtime", help="Check it as `--runtime` would run it (seconds)."
+            None,
+            "--runtime",
+            help="Check it as `--runtime` would run it (seconds).",
+            callback=checks.RUNTIME,
         ),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:

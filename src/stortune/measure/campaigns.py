@@ -28,8 +28,9 @@ from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import VerifyPlan, VerifyRules
 from stortune.space import Space, parse_space
 from stortune.store import Campaign, Store
+from stortune.storecells import stored
 from stortune.targets import make_target
-from stortune.targets.base import Target
+from stortune.targets.base import SpecError, Target
 from stortune.tuners import make_tuner
 from stortune.tuners.pool import pool_within
 from stortune.workloads import make_workload
@@ -101,11 +102,12 @@ def check_workloads(target: Target, workloads: Sequence[Workload | None]) -> Non
 
 def workloads_of(campaign: Campaign) -> list[Workload | None]:
     specs = campaign.workload.get("workloads", [])
-    return [make_workload(spec) for spec in specs] if specs else [None]
+    with stored(campaign.name, "campaigns.workload", (StortuneError,)):
+        return [make_workload(spec) for spec in specs] if specs else [None]
 
 
 def space_of(campaign: Campaign) -> Space:
-    return parse_space(campaign.space_yaml, f"campaign {campaign.name!r}")
+    return parse_space(campaign.space_yaml, f"campaign {campaign.name!r} (campaigns.space_yaml)")
 
 
 def open_campaign(
@@ -124,7 +126,8 @@ def open_campaign(
         raise StortuneError(f"campaign {name!r} is a {kind}: it has nothing to measure or resume")
     space = space_of(campaign)
     workloads = workloads_of(campaign)
-    target = target or make_target(campaign.target, space)
+    with stored(name, "campaigns.target", (SpecError,)):
+        target = target or make_target(campaign.target, space)
     target.recall(run for trial in store.trials(campaign.id) for run in trial.runs)  # so far
     settings = dict(campaign.settings)
     rules = RunRules.from_settings(settings)

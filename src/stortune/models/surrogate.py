@@ -6,6 +6,7 @@ The file is a joblib pickle, so load only files you trust (unpickling can run co
 
 from __future__ import annotations
 
+import io
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from stortune.errors import ConfigError, StortuneError
+from stortune.inputs import MODEL_BYTES, read_bytes
 from stortune.models.base import TabularRegressor
 from stortune.space import Space
 
@@ -156,8 +158,9 @@ class SurrogateModel:
         path = Path(path)
         if not path.exists():
             raise StortuneError(f"{path}: no such model file")
+        raw = read_bytes(path, "model file", MODEL_BYTES)
         try:
-            data = joblib.load(path)
+            data = joblib.load(io.BytesIO(raw))
         except Exception as exc:  # unpickling fails in many ways; the user needs the file
             raise StortuneError(f"{path}: not a stortune model file ({exc})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import ConfigError, StortuneError
+from stortune.inputs import TEXT_BYTES, read_text
 from stortune.profile import measure, model, uncertainty
 from stortune.profile.design import (
     DEFAULT_INTERVALS,
@@ -326,11 +327,10 @@ def _quiet(done: int, planned: int) -> None:
 
 def load_profile(path: str | Path) -> dict[str, Any]:
     """A profile written by `stortune profile`, checked to be one."""
+    text = read_text(path, "profile", TEXT_BYTES)
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise StortuneError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise StortuneError(f"{path} is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise StortuneError(f"{path} is not a stortune profile (written by `stortune profile`)")

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from stortune.errors import SpaceError
+from stortune.inputs import read_text
 from stortune.space.expr import compile_expression
 from stortune.space.parameter import Cost, Kind, Parameter, ensure_values
 from stortune.space.space import Constraint, Space
@@ -208,19 +209,7 @@ def load_space(name_or_path: str | Path) -> Space:
 def _read(path: Path) -> str:
     """A space file's text: a regular file, at most MAX_BYTES, UTF-8 (not /dev/zero, a FIFO
     that never ends, a directory or a binary file)."""
-    try:
-        if not path.is_file():
-            raise SpaceError(f"{path}: not a regular file")
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise SpaceError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise SpaceError(f"{path}: larger than {MAX_BYTES:,} bytes: not a space file")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpaceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return read_text(path, "space file", MAX_BYTES, SpaceError)
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -228,12 +217,12 @@ def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
-def parse_space(text: str, source: str = "<space>") -> Space:
-    """Parse a space from YAML text; `source` names it in error messages."""
-    if not isinstance(text, str) or len(text) > MAX_BYTES:
-        raise SpaceError(f"{source}: a space is YAML text of at most {MAX_BYTES:,} characters")
+def load_yaml(text: str, source: str) -> Any:
+    """The document of YAML text from a user, safely: no tags that build objects, and neither
+    nesting nor aliases beyond MAX_DEPTH and MAX_NODES; anything else is one SpaceError line
+    naming `source`."""
     try:
-        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except SpaceError as exc:
         raise SpaceError(f"{source}: {exc}") from None
     except (RecursionError, MemoryError):  # a last resort: the bounds above should come first
@@ -243,6 +232,13 @@ def parse_space(text: str, source: str = "<space>") -> Space:
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpaceError(f"{where}: malformed YAML: {problem}") from None
+
+
+def parse_space(text: str, source: str = "<space>") -> Space:
+    """Parse a space from YAML text; `source` names it in error messages."""
+    if not isinstance(text, str) or len(text) > MAX_BYTES:
+        raise SpaceError(f"{source}: a space is YAML text of at most {MAX_BYTES:,} characters")
+    doc = load_yaml(text, source)
     if not isinstance(doc, dict):
         raise SpaceError(f"{source}: a space file is a mapping with 'name' and 'parameters'")
     _no_unknown_fields(doc, _TOP_FIELDS, source, "space")

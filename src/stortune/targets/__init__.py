@@ -52,8 +52,12 @@ def target_class(kind: str) -> type[Target]:
 
 
 def make_target(spec: Mapping[str, Any], space: Space | None) -> Target:
-    """The target a stored spec describes."""
+    """The target a stored spec describes (`SpecError` when it describes none)."""
+    from stortune.targets.base import SpecError
+
     kind = spec.get("kind")
+    if str(kind) not in registry():
+        raise SpecError(f"unknown target {kind!r} (choose from {', '.join(registry())})")
     return target_class(str(kind)).from_spec(dict(spec), space)
 
 

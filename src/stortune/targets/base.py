@@ -63,6 +63,10 @@ class CliOption:
     implies: bool
 
 
+class SpecError(TargetError):
+    """A target's stored spec is not one `from_spec` can make a target of."""
+
+
 @dataclasses.dataclass(frozen=True)
 class TargetSettings:
     """Base of every target's settings dataclass (fields made with `setting`)."""
@@ -74,10 +78,17 @@ class TargetSettings:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(spec) - names - {"kind", "space"})
         if unknown:
-            raise TargetError(
+            raise SpecError(
                 f"{kind or 'target'}: unknown setting(s) {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(names))})"
             )
+        hints = typing.get_type_hints(cls)
+        for name, value in spec.items():
+            if name in names and not _fits(value, hints[name]):
+                raise SpecError(
+                    f"{kind or 'target'}: setting {name} holds {value!r:.60}, not a value of "
+                    f"type {_type_text(hints[name])}"
+                )
         return cls(**{k: v for k, v in spec.items() if k in names})
 
     def to_spec(self) -> dict[str, Any]:
@@ -99,6 +110,33 @@ class TargetSettings:
                 )
             )  # fmt: skip
         return out
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a stored setting's value is of its field's type (what a spec read back from a
+    store or a file must be before a target is made of it)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if origin in (list, tuple):
+        return isinstance(value, list | tuple) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()
+        )
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _type_text(hint: Any) -> str:
+    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
 
 
 def _cli_type(hint: Any) -> type:
@@ -260,6 +298,12 @@ class Target(ABC):
         """System metrics for tuners that want state (DDPG): what `state_after` took from the
         last successful run, and the gauges `live_state` reads now."""
         return {**self._state_after_run, **self.live_state()}
+
+    def metric_names(self) -> frozenset[str] | None:
+        """The metric names a run reports when no workload's names say it (the target measures
+        by itself, or replays what it holds), as names or patterns (``*.read.iops``); None when
+        unknown ahead (a program's own output). Objectives are checked against them."""
+        return None
 
     def live_state(self) -> dict[str, float]:
         """Gauges read now, not stored with any run (load, memory, dirty pages): a replayed

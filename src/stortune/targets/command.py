@@ -54,6 +54,22 @@ class CommandSettings(TargetSettings):
     env: dict[str, str] = setting({})
 
 
+def split_command(text: str) -> list[str]:
+    """The argv of a command line as a shell would split it (quotes kept together), or one
+    TargetError line saying what is wrong with its quoting."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # No closing quotation, No escaped character
+        raise TargetError(f"--command {text[:80]!r}: {exc}") from None
+
+
+def check_output_format(output: str) -> str:
+    if output not in OUTPUTS:
+        choices = ", ".join(OUTPUTS)
+        raise TargetError(f"unknown output format {output!r} (choose from {choices})")
+    return output
+
+
 class CommandTarget(Target):
     kind = "command"
     Settings = CommandSettings
@@ -69,14 +85,10 @@ class CommandTarget(Target):
         super().__init__(space, settings, **values)
         argv = self.settings.command
         if isinstance(argv, str):
-            argv = shlex.split(argv)
+            argv = split_command(argv)
         if not argv:
             raise TargetError("--target command needs --command 'PROGRAM ARGS {param} ...'")
-        if self.settings.output not in OUTPUTS:
-            choices = ", ".join(OUTPUTS)
-            raise TargetError(
-                f"unknown output format {self.settings.output!r} (choose from {choices})"
-            )
+        check_output_format(self.settings.output)
         self.argv = [str(a) for a in argv]
         self.settings = replace(self.settings, command=self.argv)
         self.output = self.settings.output
@@ -147,6 +159,15 @@ class CommandTarget(Target):
         except ValueError as exc:
             return Measurement.failed(str(exc))
         return Measurement(metrics, info={"seconds": seconds})
+
+    def metric_names(self) -> frozenset[str] | None:
+        """fio's names when the program prints fio's report (any job's, as patterns); a
+        program's own JSON is unknown ahead."""
+        if self.output != "fio":
+            return None
+        from stortune.workloads.fio import report_metric_names
+
+        return report_metric_names()
 
     def state_after(self, metrics: Mapping[str, float]) -> dict[str, float]:
         """The run's ``state.*`` metrics (module doc)."""

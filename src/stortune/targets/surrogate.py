@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from stortune.errors import StortuneError, TargetError
+from stortune.inputs import MODEL_BYTES, read_bytes
 from stortune.space import Config, Space
 from stortune.targets.base import Target, TargetSettings, setting
 from stortune.workloads.base import Measurement
@@ -135,6 +136,10 @@ class SurrogateTarget(Target):
                     f"takes {p.domain_text()} in space {self.space.name!r}"
                 )
 
+    def metric_names(self) -> frozenset[str]:
+        """The one metric the model predicts."""
+        return frozenset({self.model.metric})
+
     def apply(self, config: Config) -> None:
         values = dict(self.space.full_config(config))
         values = {**self.held, **values}
@@ -164,7 +169,7 @@ class SurrogateTarget(Target):
 def _digest(path: Path) -> str:
     if not path.is_file():
         raise TargetError(f"{path}: no such model file (write one with `stortune model fit -o`)")
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, "model file", MODEL_BYTES, TargetError)).hexdigest()
 
 
 def _is_number(value: Any) -> bool:

@@ -149,6 +149,10 @@ class TableTarget(Target):
         self.skipped_rows = skipped
         return sorted({w for _, w in self._rows} - {NO_WORKLOAD, ANY_WORKLOAD})
 
+    def metric_names(self) -> frozenset[str]:
+        """The dataset's metric columns: what every replayed run reports."""
+        return frozenset(self.dataset.metrics)
+
     def configs(self) -> list[Config]:
         """The distinct configs the dataset holds."""
         return list(self._configs)

@@ -29,6 +29,7 @@ measured. A failed evaluation gets reward -1 and leaves the reference objective 
 
 from __future__ import annotations
 
+import io
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,8 @@ from torch import nn
 
 from stortune.enums import Direction
 from stortune.errors import ConfigError, StortuneError
+from stortune.inputs import MODEL_BYTES, read_bytes
+from stortune.outputs import writing
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
 from stortune.tuners.base import Observation, Tuner
@@ -374,25 +377,27 @@ class DDPGTuner(Tuner):
         """Keep the agent for a later campaign (`load`)."""
         if self._agent is None:
             raise StortuneError("the DDPG agent has not learned anything yet; nothing to save")
-        torch.save(
-            {
-                "parameters": [p.name for p in self.free],
-                "agent": self._agent.state_dict(),
-                "state_dim": self._agent.state_dim,
-                "buffer": [tuple(np.asarray(x).tolist() for x in t) for t in self.buffer],
-                "metric_names": self._metric_names,
-                "metric_low": self._metric_low,
-                "metric_high": self._metric_high,
-            },
-            Path(path),
-        )
+        state = {
+            "parameters": [p.name for p in self.free],
+            "agent": self._agent.state_dict(),
+            "state_dim": self._agent.state_dim,
+            "buffer": [tuple(np.asarray(x).tolist() for x in t) for t in self.buffer],
+            "metric_names": self._metric_names,
+            "metric_low": self._metric_low,
+            "metric_high": self._metric_high,
+        }
+        with writing(path):
+            torch.save(state, Path(path))
 
     def load(self, path: str | Path) -> None:
         """Continue from a saved agent: its policy acts at once (no initial design)."""
+        raw = read_bytes(path, "DDPG agent", MODEL_BYTES)
         try:
-            data = torch.load(Path(path), weights_only=True)
-        except (OSError, RuntimeError) as exc:
-            raise StortuneError(f"{path}: cannot load a DDPG agent: {exc}") from None
+            data = torch.load(io.BytesIO(raw), weights_only=True)
+        except Exception as exc:  # unpickling fails in many ways; the user needs the file
+            raise StortuneError(f"{path}: cannot load a DDPG agent: {_first_line(exc)}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("parameters"), list):
+            raise StortuneError(f"{path}: not a DDPG agent saved by stortune")
         names = [p.name for p in self.free]
         if data["parameters"] != names:
             raise StortuneError(
@@ -408,3 +413,7 @@ class DDPGTuner(Tuner):
         self._metric_low = dict(data["metric_low"])
         self._metric_high = dict(data["metric_high"])
         self._design = self._design[:1]  # measure the default (the reference), then act
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -35,6 +35,7 @@ from typing import Any
 
 from stortune.enums import StartState
 from stortune.errors import ConfigError, TargetError
+from stortune.inputs import TEXT_BYTES, read_text
 from stortune.measure.sysmetrics import SystemSampler
 from stortune.scratch import ScratchKind, scratch_folder
 from stortune.targets.syscmd import kill_group
@@ -142,10 +143,7 @@ class FioWorkload(Workload):
             text = template_text(template)
         elif job.endswith(".fio") or os.sep in job:
             path = Path(job)
-            try:
-                text = path.read_text()
-            except OSError as exc:
-                raise ConfigError(f"fio job file {job}: {exc.strerror}") from None
+            text = read_text(path, "fio job file", TEXT_BYTES, ConfigError)
             self.job, self.template = str(path.resolve()), None
             self._declared = parse_declarations(text, job)  # lines as the user wrote them
             written = text
@@ -727,6 +725,15 @@ def job_metric_names(text: str) -> frozenset[str]:
         for gid in groups:
             names |= _summary_names(f"group{gid}.", [j for j in jobs if j.group == gid])
     return frozenset(names)
+
+
+def report_metric_names() -> frozenset[str]:
+    """Every name a fio report can give whatever its jobs (`parse_fio_output`): the totals,
+    and each job's and group's as patterns (``*.write.iops``)."""
+    parts = (*_DIRECTIONS, "total", "sync", "meta")
+    totals = {f"{part}.{stat}" for part in parts for stat in ("bw_mbs", "iops", *_LATENCIES)}
+    base = {"runtime_s", "error", "workload.read_mb", "workload.write_mb"}
+    return frozenset(base | totals | {f"*.{name}" for name in totals})
 
 
 def _summary_names(
