@@ -110,7 +110,10 @@ def test_a_campaign_without_a_successful_evaluation_exits_non_zero(tmp_path: Pat
 
 @pytest.mark.parametrize(
     ("option", "value", "said"),
-    [("--budget", "1000000000", "the budget is at most"), ("-r", "5000", "repetitions must be")],
+    [
+        ("--budget", "1000000000", "'--budget': must be a whole number from 1 to 1,000,000"),
+        ("-r", "5000", "'-r': must be a whole number from 1 to 1,000,"),
+    ],
 )
 def test_a_budget_or_repetitions_no_campaign_could_finish_is_refused(
     tmp_path: Path, option: str, value: str, said: str

@@ -100,7 +100,8 @@ def test_the_demo_without_root_home_or_a_writable_folder_is_one_line(tmp_path: P
         timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
+    # refused as the command line is read: the folder it would make is under /proc
     assert done.stderr.strip().splitlines() == [
-        "error: cannot make the demo's folder stortune-demo: No such file or directory (run it "
-        "where you may write, or give --out FOLDER)"
+        "error: Invalid value for '--out': output folder 'stortune-demo': under /proc, the "
+        "kernel's files (see --help)"
     ]
