@@ -837,7 +837,7 @@ def write(
     settings = settings_of(args, part)
     if same:  # workloads measured by another command with the same settings, in its store
         kept_workloads = [w for w in before.get("workloads", []) if w not in measured]
-        settings["workloads"] = kept_workloads + [w for w in settings.get("workloads", [])]
+        settings["workloads"] = kept_workloads + settings.get("workloads", [])
         settings["stores"] = {
             **before.get("stores", dict.fromkeys(kept_workloads, before.get("store"))),
             **dict.fromkeys(measured, args.store),

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 
+from stortune.processes import process_stat
+
 
 class ScratchKind(StrEnum):
     """What a scratch folder holds."""
@@ -95,7 +97,7 @@ def _owner_gone(ns: int, pid: int, start: int) -> bool:
         return True
     except PermissionError:
         return False  # another user's process of that pid: its start time cannot be read
-    stat = _stat(pid)
+    stat = process_stat(pid)
     if stat is None:
         return False
     state, started = stat
@@ -110,14 +112,5 @@ def _identity(pid: int) -> tuple[int, int, int]:
         ns = int(re.sub(r"\D", "", os.readlink("/proc/self/ns/pid")) or 0)
     except OSError:
         ns = 0
-    stat = _stat(pid)
+    stat = process_stat(pid)
     return ns, pid, stat[1] if stat else 0
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """A process's state letter and start time in clock ticks after boot (None: unreadable)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return fields[0], int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None

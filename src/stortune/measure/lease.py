@@ -36,6 +36,7 @@ from types import TracebackType
 import sqlalchemy as sa
 
 from stortune.errors import CampaignBusy, LeaseLost, StoreError, StortuneError
+from stortune.processes import pid_alive
 from stortune.store import Campaign, Lease, Store
 
 log = logging.getLogger(__name__)
@@ -75,23 +76,6 @@ def pid_space() -> str:
     except OSError:
         namespace = "?"
     return f"{boot}/{namespace}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of this pid space runs (a zombie, killed but not reaped, does not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: it lives
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 class CampaignLease:
