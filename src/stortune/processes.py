@@ -4,6 +4,8 @@ from a dead one."""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 
@@ -28,3 +30,28 @@ def pid_alive(pid: int) -> bool:
         pass  # another user's process: it lives
     stat = process_stat(pid)
     return stat is None or stat[0] != "Z"
+
+
+def started_at(pid: int) -> int | None:
+    """A process's start time in clock ticks after boot: with its pid, what names it across
+    pid reuse (None: no such process)."""
+    stat = process_stat(pid)
+    return stat[1] if stat is not None else None
+
+
+def stop_process(pid: int, started: int | None, signals: tuple[int, ...], wait: float) -> bool:
+    """Send `signals` in turn to the process `pid` if it is still the one that started at
+    `started`, waiting up to `wait` seconds after each for it to end; True once it has."""
+    for sig in (*signals, signal.SIGKILL):
+        if not pid_alive(pid) or (started is not None and started_at(pid) != started):
+            return True
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return True
+            time.sleep(0.05)
+    return not pid_alive(pid)

@@ -254,7 +254,8 @@ def _fio(
     time_based: bool = True,
 ) -> dict[str, float]:
     """One direct fio job on `device` (argv, no shell; fio's launcher and time limit)."""
-    from stortune.workloads.fio import _launch, _run_group, parse_fio_output
+    from stortune.workloads.fio import parse_fio_output
+    from stortune.workloads.launcher import launch_argv, run_group
 
     with scratch_folder(ScratchKind.RAW) as tmp:
         output = Path(tmp) / "out.json"
@@ -277,7 +278,7 @@ def _fio(
             *(["--time_based=1"] if time_based else []),
         ]
         try:
-            done = _run_group(_launch(command), cwd, timeout=seconds * 3 + 60.0)
+            done = run_group(launch_argv(command), cwd, timeout=seconds * 3 + 60.0)
         except OSError as exc:
             raise TargetError(f"cannot start fio on {device}: {exc.strerror}") from None
         if done is None:

@@ -2,7 +2,7 @@
 
 from stortune.space.expr import Expression, compile_expression
 from stortune.space.loader import bundled_spaces, load_space, parse_space
-from stortune.space.parameter import WORKLOAD_LAYER, Cost, Kind, Parameter
+from stortune.space.parameter import WORKLOAD_LAYER, Application, Cost, Kind, Parameter
 from stortune.space.space import Config, Constraint, Space
 
 
@@ -17,6 +17,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "WORKLOAD_LAYER",
+    "Application",
     "Config",
     "Constraint",
     "Cost",

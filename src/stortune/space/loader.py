@@ -39,6 +39,7 @@ from stortune.space.space import Constraint, Space
 
 _PARAM_FIELDS = {
     "type",
+    "format",
     "low",
     "high",
     "log",
@@ -362,7 +363,7 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         place = f"{where.rsplit(':', 1)[0]}:{line}" if line else where
         return SpaceError(f"{place}: {label}: {message}")
 
-    for key in ("unit", "layer", "description", "option"):
+    for key in ("unit", "layer", "description", "option", "format"):
         if key in spec and not isinstance(spec[key], str):
             raise fail(f"'{key}' must be text, not {spec[key]!r:.60}", key)
     for key in ("log", "extendable"):
@@ -395,8 +396,12 @@ def _parameter(name: str, spec: Any, where: str, known: set[str]) -> Parameter:
         description=str(spec.get("description", "")).strip(),
         condition=condition,
         extendable=bool(spec.get("extendable", False)),
-        extra={k: spec[k] for k in ("option", "omit") if k in spec},
+        extra={k: spec[k] for k in ("option", "omit", "format") if k in spec},
     )
+    if "format" in spec and (
+        spec["format"].count("{}") != 1 or "{" in spec["format"].replace("{}", "")
+    ):
+        raise fail("'format' holds the value once as {} (\"{}MB\"), and no other braces", "format")
     if kind in (Kind.INT, Kind.FLOAT):
         low, high = spec.get("low"), spec.get("high")
         for key, value in (("low", low), ("high", high)):

@@ -41,6 +41,19 @@ class Cost(StrEnum):
 # the runner hands their values to the workload of each run (SPA's workload x system space).
 WORKLOAD_LAYER = "workload"
 
+
+class Application(StrEnum):
+    """Applications whose own options a space holds, in a layer named after each: the target
+    leaves them alone and the runner hands them, like workload parameters, to the workload that
+    runs the application (a PostgreSQL server's postgresql.conf, db_bench's flags)."""
+
+    POSTGRES = "postgres"
+    ROCKSDB = "rocksdb"
+
+
+APPLICATIONS = frozenset(a.value for a in Application)
+
+
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -69,6 +82,16 @@ class Parameter:
     @property
     def describes_workload(self) -> bool:
         return self.layer == WORKLOAD_LAYER
+
+    @property
+    def application(self) -> Application | None:
+        """The application whose option this is (None: a system or workload parameter)."""
+        return Application(self.layer) if self.layer in APPLICATIONS else None
+
+    @property
+    def applied_by_workload(self) -> bool:
+        """Whether the workload of a run, not the target, applies this parameter."""
+        return self.describes_workload or self.application is not None
 
     def __post_init__(self) -> None:
         if self.kind is Kind.BOOL:

@@ -262,7 +262,7 @@ class CephTarget(Target):
         out = self._found_values()  # kept as found unless the config says otherwise
         for name, value in values.items():
             p = space[name]
-            if p.layer == POOL_LAYER or p.describes_workload:
+            if p.layer == POOL_LAYER or p.applied_by_workload:
                 continue
             if value != p.default or name in self._found:
                 out[name] = format_value(value)

@@ -415,7 +415,9 @@ class CephFSTarget(CephTarget):
         workdir.mkdir()
         set_layout(workdir, self._layout)
         samplers = [perf.ClusterSampler(self), FuseSampler(self), ExporterSampler(self.exporters)]
-        return Venue(directory=workdir, devices=self._own_disks(), samplers=samplers)
+        return Venue(
+            directory=workdir, devices=self._own_disks(), samplers=samplers, journal=self._journal
+        )
 
     def attempt(
         self, workload: Workload | None = None, timeout: float | None = None, repetition: int = 0

@@ -1,10 +1,11 @@
 """A journal of what a target created or changed, so that all of it can be undone.
 
-Every image, loop device, mount, cgroup and sysfs/sysctl change is written (and fsync'd) to a
-journal file in the state directory *before* it is made. Undoing the entries in reverse order is
-the target's teardown; undoing only the settings is its clean-up after a failed apply; and a
-journal whose owner died (its flock is free) is undone by the next target that starts, so that a
-SIGKILL or power cut never leaves vm.dirty_ratio or a loop device behind.
+Every image, loop device, mount, cgroup, benchmark server and sysfs/sysctl change is written
+(and fsync'd) to a journal file in the state directory *before* it is made. Undoing the entries
+in reverse order is the target's teardown; undoing only the settings is its clean-up after a
+failed apply; and a journal whose owner died (its flock is free) is undone by the next target
+that starts, so that a SIGKILL or power cut never leaves vm.dirty_ratio, a loop device or a
+database server behind.
 
 A machine lock in the same directory lets one target at a time change machine-wide settings and
 measure (MEASURING.md: anything else doing I/O spoils a run).
@@ -23,6 +24,7 @@ from typing import Any
 
 from stortune.errors import StortuneError, TargetError
 from stortune.measure.lock import exclusive_flock
+from stortune.processes import stop_process
 from stortune.targets import cgroup, loopdev, mounts, sysconf
 
 _counter = itertools.count()
@@ -149,6 +151,10 @@ def _undo(entry: dict[str, Any]) -> None:
             os.rmdir(entry["path"])
     elif op == "cgroup":
         cgroup.remove(entry["path"])
+    elif op == "server":  # a benchmark's server (PostgreSQL): stopped, its own way first
+        signals = tuple(int(s) for s in entry.get("signals", ()))
+        if not stop_process(int(entry["pid"]), entry.get("started"), signals, 10.0):
+            raise TargetError(f"cannot stop the server of pid {entry['pid']}")
     else:
         raise TargetError(f"journal entry of unknown kind {op!r}")
 

@@ -235,7 +235,7 @@ class LocalFsTarget(Target):
 
     def _plan(self, values: Config, space: Space, only: set[str] | None = None) -> Plan:
         """`only`: just these parameters, for production (see `changes`)."""
-        params = [space[name] for name in values if not space[name].describes_workload]
+        params = [space[name] for name in values if not space[name].applied_by_workload]
         fs = self._default_fs(space)
         for p in params:
             if p.layer == "mkfs" and p.extra.get("option") == mkfs.FSTYPE:
@@ -415,6 +415,7 @@ class LocalFsTarget(Target):
             devices=[self._dev] if self._dev else [],
             samplers=[sysmetrics.DeviceSampler(self._dev, self._backing)] if self._dev else [],
             before_measure=_drop_caches if self.drop_caches else (lambda: None),
+            journal=self._journal,
         )
 
     def after_run(self, workload: Workload, measurement: Measurement) -> None:

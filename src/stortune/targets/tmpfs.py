@@ -83,7 +83,7 @@ class TmpfsTarget(Target):
         options = []
         for name, value in values.items():
             p = self.space[name]
-            if p.describes_workload:  # the runner hands these to the workload
+            if p.applied_by_workload:  # the runner hands these to the workload
                 continue
             if p.layer != "mount":
                 raise TargetError(f"parameter {name!r}: tmpfs sets mount options only")
@@ -110,7 +110,7 @@ class TmpfsTarget(Target):
             if other != workdir and other.is_dir():
                 shutil.rmtree(other, ignore_errors=True)
         workdir.mkdir(exist_ok=True)
-        return Venue(directory=workdir)
+        return Venue(directory=workdir, journal=self._journal)
 
     def after_run(self, workload: Workload, measurement: Any) -> None:
         measurement.info.update(mount_options=self._options)

@@ -52,6 +52,16 @@ class Need(StrEnum):
     TABLE_ROWS = "table-rows"  # the rows of a measured table recorded under the workload's name
 
 
+class Tracker(Protocol):
+    """Where a workload records what it starts that outlives a crash (a database server), so
+    that the target's teardown, or the next target after a SIGKILL, undoes it: the target's
+    journal (`stortune.targets.journal.Journal`; entry ``server``: pid, start time, signals)."""
+
+    def record(self, op: str, **fields: Any) -> None: ...
+
+    def undo(self, ops: set[str] | None = None) -> list[str]: ...
+
+
 class Sampler(Protocol):
     """Something measured alongside a run (system or cluster metrics)."""
 
@@ -67,7 +77,8 @@ class Venue:
     `directory`: where to work (DIRECTORY); `rados`: the argv prefix naming the pool and client
     (RADOS_POOL); `cgroup`: a cgroup folder the benchmark process joins (a memory cap);
     `devices`: the block devices under test, whose utilisation the system metrics report;
-    `samplers`: extra metrics measured during the run; `before_measure`: what the target does
+    `samplers`: extra metrics measured during the run; `journal`: where to record a server
+    the workload starts (`Tracker`); `before_measure`: what the target does
     between a workload's set-up and its measured phase (drop the page cache, say); `lookup`:
     a replayed table's row for a workload name and repetition (TABLE_ROWS).
     """
@@ -77,6 +88,7 @@ class Venue:
     cgroup: Path | None = None
     devices: Sequence[str] = ()
     samplers: Sequence[Sampler] = ()
+    journal: Tracker | None = None
     before_measure: Callable[[], None] = lambda: None
     lookup: Callable[[str, int], Measurement] | None = None
     repetition: int = 0  # which repetition the run fills

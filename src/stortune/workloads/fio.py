@@ -25,7 +25,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,11 +37,11 @@ from stortune.errors import ConfigError, TargetError
 from stortune.inputs import TEXT_BYTES, read_text
 from stortune.measure.sysmetrics import SystemSampler
 from stortune.scratch import ScratchKind, scratch_folder
-from stortune.targets.syscmd import kill_group
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
 from stortune.workloads.declared import Declarations, parse_declarations
 from stortune.workloads.jobsafety import check_job
+from stortune.workloads.launcher import launch_argv, procs_file, run_group
 
 TEMPLATES = (
     "fileserver",
@@ -95,15 +94,6 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:/([0-9]+))?\}")
 _VARIABLE_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.,:+@%/-]*$")
 _META_ENGINES = {"filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"}
-# PR_SET_PDEATHSIG, then join the cgroup (if any), then exec fio; argv: parent pid, procs file,
-# the command. Python rather than a shell, so no value is ever parsed as shell syntax.
-_LAUNCHER = (
-    "import ctypes,os,sys\n"
-    "ctypes.CDLL(None).prctl(1, 9)\n"
-    "os.getppid() == int(sys.argv[1]) or sys.exit(70)\n"
-    "sys.argv[2] and open(sys.argv[2], 'w').write(str(os.getpid()))\n"
-    "os.execvp(sys.argv[3], sys.argv[3:])\n"
-)
 
 
 def template_text(name: str) -> str:
@@ -269,13 +259,15 @@ class FioWorkload(Workload):
         run that follows starts from files on disk and a cache the caller may drop. In the
         run's `cgroup`, so a memory cap holds for the file set's pages from the start."""
         text = self.render(directory, self.runtime)
-        procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
+        procs = procs_file(cgroup)
         with scratch_folder(ScratchKind.FIO) as tmp:
             job = Path(tmp) / "job.fio"
             job.write_text(text)
-            argv = _launch(["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)], procs)
+            argv = launch_argv(
+                ["fio", "--create_only=1", f"--output={tmp}/out.json", str(job)], procs
+            )
             try:
-                done = _run_group(argv, directory, timeout or self.default_timeout(self.runtime))
+                done = run_group(argv, directory, timeout or self.default_timeout(self.runtime))
             except OSError as exc:
                 raise TargetError(f"cannot start fio in {directory}: {exc.strerror}") from None
         if done is None:
@@ -329,18 +321,20 @@ class FioWorkload(Workload):
         runtime = self.runtime if runtime is None else float(runtime)
         timeout = timeout if timeout is not None else self.default_timeout(runtime)
         text = self.render(directory, runtime)
-        procs = str(Path(cgroup) / "cgroup.procs") if cgroup is not None else ""
+        procs = procs_file(cgroup)
         with scratch_folder(ScratchKind.FIO) as tmp:
             job = Path(tmp) / "job.fio"
             job.write_text(text)
             output = Path(tmp) / "out.json"
-            argv = _launch(["fio", "--output-format=json+", f"--output={output}", str(job)], procs)
+            argv = launch_argv(
+                ["fio", "--output-format=json+", f"--output={output}", str(job)], procs
+            )
             sampler = SystemSampler(devices).start()
             for extra in samplers:
                 extra.start()
             started = time.monotonic()
             try:
-                done = _run_group(argv, directory, timeout)
+                done = run_group(argv, directory, timeout)
             except OSError as exc:
                 return Measurement.failed(f"cannot start fio: {exc.strerror}")
             finally:
@@ -373,32 +367,6 @@ class FioWorkload(Workload):
 
 
 # ---- helpers ------------------------------------------------------------------------------
-def _launch(command: Sequence[str], procs: str = "") -> list[str]:
-    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), procs, *command]
-
-
-def _run_group(
-    argv: Sequence[str], directory: str | os.PathLike[str], timeout: float
-) -> subprocess.CompletedProcess[str] | None:
-    """Run in `directory` in a new process group; None when `timeout` passed and the whole
-    group (fio and any job processes it forked) was killed."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=directory,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        proc.communicate()
-        return None
-    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
-
-
 def placeholders_in(text: str) -> list[str]:
     """The placeholder names a job text uses, sorted."""
     return sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)})
