@@ -32,6 +32,8 @@ class ScratchKind(StrEnum):
     COMMAND = "cmd"  # a command target's {workdir}, for a whole campaign
     FIO = "fio"  # a fio job file and its report, for one run
     RAW = "raw"  # the raw-device bandwidth probe's report
+    PGBENCH = "pg"  # pgbench's per-transaction log and the server's log, for one run
+    DBBENCH = "rocks"  # db_bench's output, for one run
 
 
 _NAME = re.compile(
