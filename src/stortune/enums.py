@@ -83,3 +83,13 @@ class StartState(StrEnum):
 
     COLD = "cold"  # files laid out before the timed part, the page cache dropped
     WARM = "warm"  # the job measures from memory on purpose: the page cache is kept
+
+
+class RiskScope(StrEnum):
+    """Which risky values a verification measures beside the recommended config, so that the
+    output says what each would buy (never applying one): none, the application's own options
+    (a database's fsync, synchronous_commit, an unsynced WAL), or every layer's."""
+
+    NONE = "none"
+    APPLICATION = "application"
+    ALL = "all"

@@ -21,6 +21,7 @@ from stortune.cli.common import (
 )
 from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import check_achieved, settings_of
+from stortune.enums import RiskScope
 from stortune.errors import StortuneError
 from stortune.measure.objective import Objective, parse_bounds
 from stortune.measure.runner import RunRules
@@ -208,6 +209,14 @@ def register(app: typer.Typer) -> None:
             "space's `risk`, e.g. barrier off); the best safe config is then re-measured beside "
             "the best one.",
         ),
+        measure_risks: RiskScope = typer.Option(
+            RiskScope.APPLICATION,
+            "--measure-risks",
+            help="Verify, beside the best config, the best with each risky value of: the "
+            "application's own options (a database's fsync, synchronous_commit, unsynced WAL), "
+            "every layer's, or none; the output lists what each would buy, never applied.",
+            case_sensitive=False,
+        ),
         timeout: float = typer.Option(
             600.0, help="Kill a run after this many seconds.", callback=checks.TIMEOUT
         ),
@@ -229,6 +238,9 @@ def register(app: typer.Typer) -> None:
         --rank carver --top-k 4 --budget 40 --runtime 10
 
         Example: stortune tune --space stack -w dbfsync --rank carver --budget 40
+
+        Example: stortune tune --space postgres-stack -w pgbench --memory-limit 384m
+        --image-size 4g --rank carver --budget 20 --verify 5
 
         Example: stortune tune --target table --dataset runs.csv -o Performance:min --budget 30
 
@@ -304,6 +316,7 @@ def register(app: typer.Typer) -> None:
                     compare=compared,
                     agent=agent,
                     allow_risk=allow_risk,
+                    measure_risks=measure_risks,
                 )
                 result = start_tuning(db, job, reporter)
         print_result(result, json_out)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stortune.errors import SpaceError
+from stortune.errors import ConfigError, SpaceError
 from stortune.space.parameter import Kind, Parameter
 from stortune.space.space import Space
 
@@ -56,6 +56,29 @@ def risks_of(space: Space, config: Mapping[str, Any]) -> list[Risk]:
             for value, why in risky_values(p).items():
                 if values[p.name] == value:
                     out.append(Risk(p.name, value, why))
+    return out
+
+
+def risky_variants(
+    space: Space, base: Mapping[str, Any], application_only: bool = False
+) -> dict[str, dict[str, Any]]:
+    """`base` with one risky value each (of the parameters active in it; only application
+    options with `application_only`), labelled ``risky NAME=VALUE``: what each risk would buy
+    on top of `base`, to be measured, never recommended. A parameter's first risky value that
+    is valid there says enough; each costs a verification's runs."""
+    out = {}
+    for p in space.parameters:
+        if p.name not in base or (application_only and p.application is None):
+            continue
+        for value in risky_values(p):
+            if base[p.name] == value:
+                break  # `base` takes this risk already
+            try:
+                config = space.validate({**base, p.name: value})
+            except ConfigError:
+                continue  # a risky value that needs another setting too
+            out[f"risky {p.name}={_text(value)}"] = config
+            break
     return out
 
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stortune.errors import ConfigError, StortuneError
+from stortune.errors import StortuneError
 from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.space import Config, Space, load_space
-from stortune.space.risk import risky_values, safe_space
+from stortune.space import Space, load_space
+from stortune.space.risk import risky_variants, safe_space
 from stortune.store import Store
 from stortune.targets.base import Target
 from stortune.workflows.rank import RankOptions
@@ -92,22 +92,6 @@ def demo_target(
     return target, [None], "random read/write with fio in a directory"
 
 
-def risky_alternatives(space: Space) -> dict[str, Config]:
-    """The default config with one risky value each (of the parameters active in it), labelled
-    by what they change: what each risk would buy, measured, never recommended."""
-    default = space.default_config()
-    out = {}
-    for p in space.parameters:
-        for value in risky_values(p) if p.name in default else []:
-            try:
-                config = space.validate({**default, p.name: value})
-            except ConfigError:
-                continue  # a risky value that needs another setting too
-            out[f"risky {p.name}={str(value).lower()}"] = config
-            break  # its first risky value says enough; each costs a verification's runs
-    return out
-
-
 def run_demo(
     out: Path,
     reporter: Reporter,
@@ -160,7 +144,7 @@ def run_demo(
             rank=RankOptions("carver", top_k, "best", sample) if len(space) > top_k else None,
             verify=verify,
             verify_max=verify_max,
-            compare=risky_alternatives(space),
+            compare=risky_variants(space, space.default_config()),
         )
         tuned = start_tuning(db, job, reporter)
         finding = _finding(tuned, safe_space(space))

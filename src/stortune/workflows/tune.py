@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stortune.enums import CampaignKind, CampaignStatus, Direction, RunStatus, StopReason
+from stortune.enums import (
+    CampaignKind,
+    CampaignStatus,
+    Direction,
+    RiskScope,
+    RunStatus,
+    StopReason,
+)
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
 from stortune.measure.log import CampaignLog
@@ -34,7 +41,7 @@ from stortune.measure.verify import (
     latest_verification,
 )
 from stortune.space import Config, Space
-from stortune.space.risk import Risk, risks_of, safe_space
+from stortune.space.risk import Risk, risks_of, risky_variants, safe_space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
 from stortune.targets.base import Target
@@ -67,6 +74,7 @@ class TuneJob:
     compare: dict[str, Config] = field(default_factory=dict)
     agent: Path | None = None  # ddpg: continue from this saved agent and save it back
     allow_risk: bool = False  # search values that can lose data on a crash too
+    measure_risks: RiskScope = RiskScope.NONE  # risky values verified on top of the best
 
     def campaign_name(self) -> str:
         return self.name or f"{self.space.name}-{self.tuner}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -150,8 +158,13 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
             confidence=job.settings.confidence,
             max_seconds=job.verify_seconds,
         )
+        compare = dict(job.compare)
+        if job.measure_risks is not RiskScope.NONE and result.outcome.best_config is not None:
+            best = job.space.full_config(result.outcome.best_config)
+            only_application = job.measure_risks is RiskScope.APPLICATION
+            compare.update(risky_variants(job.space, best, only_application))
         result.verification = _verify(
-            store, measuring, job.space, job.target, job.compare, rules, reporter
+            store, measuring, job.space, job.target, compare, rules, reporter
         )
     return result
 
