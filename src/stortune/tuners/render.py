@@ -1,7 +1,9 @@
 """A tuned config as the files a production system installs (SAPPHIRE's test-cluster-to-
 production recommendation): for localfs an mkfs command without the benchmark's own flags, an
 /etc/fstab line, an /etc/sysctl.d file, and the block-queue settings as an /etc/tmpfiles.d file
-and a udev rule; for Ceph a ceph.conf section; ``name = value`` lines otherwise. Only values
+and a udev rule; for Ceph a ceph.conf section; ``name = value`` lines otherwise. An
+application's own options follow, where it reads them: postgresql.conf lines (saying whether a
+reload or a restart applies them), RocksDB's OPTIONS-file sections and WriteOptions. Only values
 away from the space's defaults appear: what there is to change.
 
 The renderings reuse the targets' own builders (`targets.ceph.ceph_conf_section`, the localfs
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stortune.space import Config, Space
+from stortune.space import Application, Config, Cost, Parameter, Space
 
 UUID_PLACEHOLDER = "UUID=YOUR-FILESYSTEM-UUID"
 MOUNT_POINT = "/srv/data"
@@ -32,7 +34,12 @@ class InstallFile:
 
 
 def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
-    """The files holding `config`'s changes from the defaults, for a target of `kind`."""
+    """The files holding `config`'s changes from the defaults, for a target of `kind`, then
+    each application's own (postgresql.conf lines, RocksDB options)."""
+    return _system_files(kind, config, space) + application_files(config, space)
+
+
+def _system_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
     if kind == "ceph":
         from stortune.targets.ceph import ceph_conf_section
 
@@ -44,7 +51,11 @@ def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
         return _localfs(config, space)
     parent = space.root
     values = space.full_config(config)
-    lines = [f"{k} = {_text(v)}" for k, v in values.items() if v != parent[k].default]
+    lines = [
+        f"{k} = {_text(v)}"
+        for k, v in values.items()
+        if v != parent[k].default and not parent[k].applied_by_workload
+    ]
     if not lines:
         return []
     return [
@@ -121,6 +132,110 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
                 f'ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="DISK", {assignments}\n',
             )
         )
+    return files
+
+
+def application_files(config: Config, space: Space) -> list[InstallFile]:
+    """The application options `config` changes, where each application reads them."""
+    parent = space.root
+    values = space.full_config(config)
+    changed: dict[Application, list[Parameter]] = {}
+    for p in parent.parameters:
+        if p.application is not None and p.name in values and values[p.name] != p.default:
+            changed.setdefault(p.application, []).append(p)
+    files = []
+    if Application.POSTGRES in changed:
+        files.append(_postgresql_conf(changed[Application.POSTGRES], values))
+    if Application.ROCKSDB in changed:
+        files += _rocksdb(changed[Application.ROCKSDB], values)
+    return files
+
+
+def _option(p: Parameter, value: Any) -> tuple[str, str]:
+    """The option's name and its value as the application reads it (`format` applied)."""
+    name = str(p.extra.get("option", p.name))
+    form = p.extra.get("format")
+    if isinstance(value, bool):
+        return name, "true" if value else "false"
+    return name, str(form).format(value) if form is not None else str(value)
+
+
+def _postgresql_conf(params: list[Parameter], values: Config) -> InstallFile:
+    restart = [p.extra.get("option", p.name) for p in params if p.cost is not Cost.RUNTIME]
+    how = "add these lines to postgresql.conf (or ALTER SYSTEM SET each), then " + (
+        f"restart the server ({', '.join(map(str, restart))} take effect only at a start)"
+        if restart
+        else "reload it (SELECT pg_reload_conf(), or pg_ctl reload)"
+    )
+    lines = []
+    for p in params:
+        name, text = _option(p, values[p.name])
+        if isinstance(values[p.name], bool):
+            text = "on" if values[p.name] else "off"
+        lines.append(f"{name} = '{text}'\n")
+    return InstallFile("postgresql.conf", how, "".join(lines))
+
+
+# Where each db_bench flag lives among RocksDB's options: the OPTIONS file's sections, or the
+# WriteOptions of every write (which no file holds).
+_ROCKSDB_SECTION = {
+    "max_background_jobs": "DBOptions",
+    "bytes_per_sync": "DBOptions",
+    "wal_bytes_per_sync": "DBOptions",
+    "use_direct_reads": "DBOptions",
+    "use_direct_io_for_flush_and_compaction": "DBOptions",
+    "cache_size": 'TableOptions/BlockBasedTable "default"',
+    "bloom_bits": 'TableOptions/BlockBasedTable "default"',
+    "sync": "WriteOptions",
+    "disable_wal": "WriteOptions",
+}
+_ROCKSDB_NAME = {
+    "cache_size": "block_cache",
+    "bloom_bits": "filter_policy",
+    "disable_wal": "disableWAL",
+}
+_COMPACTION_STYLE = {"0": "kCompactionStyleLevel", "1": "kCompactionStyleUniversal",
+                     "2": "kCompactionStyleFIFO"}  # fmt: skip
+
+
+def _rocksdb(params: list[Parameter], values: Config) -> list[InstallFile]:
+    flags, sections = [], {}
+    for p in params:
+        name, text = _option(p, values[p.name])
+        flags.append(f"--{name}={text}")
+        section = _ROCKSDB_SECTION.get(name, 'CFOptions "default"')
+        if name == "bloom_bits":
+            text = f"bloomfilter:{text}:false"
+        elif name == "compaction_style":
+            text = _COMPACTION_STYLE.get(text, text)
+        sections.setdefault(section, []).append(f"  {_ROCKSDB_NAME.get(name, name)}={text}\n")
+    write = sections.pop("WriteOptions", [])
+    ini = "".join(f"[{section}]\n{''.join(lines)}" for section, lines in sections.items())
+    files = []
+    if ini:
+        files.append(
+            InstallFile(
+                "OPTIONS.ini",
+                "merge into the database's RocksDB OPTIONS file (rocksdb::LoadOptionsFromFile), "
+                "or set the same fields in the code that opens it",
+                ini,
+            )
+        )
+    if write:
+        files.append(
+            InstallFile(
+                "WriteOptions",
+                "set on the WriteOptions of every write (no OPTIONS file holds them)",
+                "".join(line.strip() + "\n" for line in write),
+            )
+        )
+    files.append(
+        InstallFile(
+            "db_bench.flags",
+            "the same as db_bench flags, to reproduce the runs",
+            " ".join(flags) + "\n",
+        )
+    )
     return files
 
 
