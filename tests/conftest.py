@@ -199,7 +199,8 @@ def ensure_ceph() -> None:
 CEPH = {"test_ceph_cluster", "test_ceph_tune", "test_cephfs_target", "test_cephfs_existing",
         "test_ceph_workload"}  # fmt: skip
 PURE = {
-    "test_campaign_best", "test_ceph_space", "test_cli", "test_contracts", "test_datasets",
+    "test_app_spaces", "test_campaign_best", "test_ceph_space", "test_cli", "test_contracts",
+    "test_datasets",
     "test_ddpg_resume", "test_effects", "test_exporters", "test_fio_parse", "test_fuzz",
     "test_importance_carver", "test_importance_cli", "test_importance_fanova",
     "test_importance_lasso", "test_importance_study", "test_models_cli", "test_models_crossval",

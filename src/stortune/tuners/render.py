@@ -163,7 +163,8 @@ def _option(p: Parameter, value: Any) -> tuple[str, str]:
 def _postgresql_conf(params: list[Parameter], values: Config) -> InstallFile:
     restart = [p.extra.get("option", p.name) for p in params if p.cost is not Cost.RUNTIME]
     how = "add these lines to postgresql.conf (or ALTER SYSTEM SET each), then " + (
-        f"restart the server ({', '.join(map(str, restart))} take effect only at a start)"
+        f"restart the server ({', '.join(map(str, restart))} "
+        f"{'takes' if len(restart) == 1 else 'take'} effect only at a start)"
         if restart
         else "reload it (SELECT pg_reload_conf(), or pg_ctl reload)"
     )
@@ -194,15 +195,17 @@ _ROCKSDB_NAME = {
     "bloom_bits": "filter_policy",
     "disable_wal": "disableWAL",
 }
-_COMPACTION_STYLE = {"0": "kCompactionStyleLevel", "1": "kCompactionStyleUniversal",
-                     "2": "kCompactionStyleFIFO"}  # fmt: skip
+_COMPACTION_STYLE = {"level": "kCompactionStyleLevel", "universal": "kCompactionStyleUniversal",
+                     "fifo": "kCompactionStyleFIFO"}  # fmt: skip
 
 
 def _rocksdb(params: list[Parameter], values: Config) -> list[InstallFile]:
+    from stortune.workloads.rocksdb import NAMED_VALUES
+
     flags, sections = [], {}
     for p in params:
         name, text = _option(p, values[p.name])
-        flags.append(f"--{name}={text}")
+        flags.append(f"--{name}={NAMED_VALUES.get(name, {}).get(text, text)}")
         section = _ROCKSDB_SECTION.get(name, 'CFOptions "default"')
         if name == "bloom_bits":
             text = f"bloomfilter:{text}:false"

@@ -1,11 +1,12 @@
 """Cleaning a space on the machine itself: every value applied at least once, the ones the kernel
 or the tools refuse washed out with the reason (as the Ceph space was cleaned, SAPPHIRE 3.2).
 
-A space file says what the options are; only this kernel, these mkfs tools and this device say
-which values they take (ext4 refuses journal_async_commit with data=ordered, a scheduler's
-tunables exist only under it, btrfs dropped options over the years). For each parameter and
-each of its values, `clean_space` finds valid configs holding the value, nearest the default
-first (its condition's gates switched on, constraints kept), applies them on a target, and
+A space file says what the options are; only this kernel, these mkfs tools, this device and the
+applications installed here say which values they take (ext4 refuses journal_async_commit with
+data=ordered, a scheduler's tunables exist only under it, btrfs dropped options over the
+years). For each parameter and each of its values, `clean_space` finds valid configs holding
+the value, nearest the default first (its condition's gates switched on, constraints kept),
+applies them on a target (an application's option: starts the application with it there), and
 records the outcome. A value that no context applies (three tried, then the first once more,
 since a busy machine can fail one mount) is washed: `cleaned_space` drops it from the domain and
 the space file records it under `washed:` with the error.
@@ -161,7 +162,7 @@ def clean_space(
                 started = time.monotonic()
                 try:
                     target.apply(config)
-                    error = None
+                    error = _probe(space, target, p, config)
                 except StortuneError as exc:
                     error = str(exc)
                 changes = {k: v for k, v in config.items() if default.get(k) != v}
@@ -174,6 +175,22 @@ def clean_space(
             else:
                 result.washed.append({"parameter": p.name, "value": value, "reason": errors[0]})
     return result
+
+
+def _probe(space: Space, target: Target, p: Parameter, config: Config) -> str | None:
+    """For an application's option, start the application with the config's options of it
+    on the applied target (the target alone never reads them); the reason it refused, or
+    None."""
+    if p.application is None:
+        return None
+    from stortune.workloads import application_workload
+
+    workload = application_workload(p.application)
+    own = {str(q.extra.get("option", q.name)) for q in space.root.parameters
+           if q.application is p.application}  # fmt: skip
+    values = space.root.workload_values(space.full_config(config))
+    options = {k: v for k, v in values.items() if k in own}
+    return workload.probe(target.venue(workload), options)
 
 
 def cleaned_space(space: Space, result: CleanResult) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from stortune.errors import ConfigError
+from stortune.space import Application
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 from stortune.workloads.fio import (
     ALIASES,
@@ -17,7 +18,9 @@ from stortune.workloads.fio import (
     FioWorkload,
     parse_fio_output,
 )
+from stortune.workloads.postgres import Mode, PgbenchWorkload
 from stortune.workloads.rados import PRESETS, RadosWorkload
+from stortune.workloads.rocksdb import Benchmark, DbBenchWorkload
 from stortune.workloads.rows import RowsWorkload
 from stortune.workloads.spa import SpaWorkload
 
@@ -26,7 +29,37 @@ KINDS: dict[str, type[Workload]] = {
     "rados": RadosWorkload,
     "rows": RowsWorkload,
     "spa": SpaWorkload,
+    "pgbench": PgbenchWorkload,
+    "db_bench": DbBenchWorkload,
 }
+
+# The application workloads by the names a user gives (-w pgbench, -w rocksdb-fillrandom).
+APPLICATIONS: dict[str, Callable[[float | None], Workload]] = {
+    **{
+        PgbenchWorkload(mode).name: (
+            lambda runtime, mode=mode: PgbenchWorkload(mode, **_runtime(runtime))
+        )
+        for mode in Mode
+    },
+    **{
+        f"rocksdb-{bench}": (
+            lambda runtime, bench=bench: DbBenchWorkload(bench, **_runtime(runtime))
+        )
+        for bench in Benchmark
+    },
+}
+
+
+def _runtime(runtime: float | None) -> dict[str, float]:
+    return {"runtime": runtime} if runtime else {}
+
+
+def application_workload(application: Application) -> PgbenchWorkload | DbBenchWorkload:
+    """A workload that runs `application`, whose `probe` starts it with given options (what
+    `stortune space clean` applies an application's values with)."""
+    if application is Application.POSTGRES:
+        return PgbenchWorkload()
+    return DbBenchWorkload()
 
 
 def make_workload(spec: Mapping[str, Any]) -> Workload:
@@ -38,6 +71,8 @@ def make_workload(spec: Mapping[str, Any]) -> Workload:
 
 
 def _fio(name: str, runtime: float | None) -> Workload | None:
+    if name in APPLICATIONS:
+        return APPLICATIONS[name](runtime)
     if name == "spa":
         return SpaWorkload(runtime=runtime or DEFAULT_RUNTIME)
     if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
@@ -60,7 +95,8 @@ BUILDERS: dict[Need, tuple[Callable[[str, float | None], Workload | None], str]]
     Need.DIRECTORY: (
         _fio,
         f"fio templates {', '.join(TEMPLATES)}, spa (takes the workload parameters of a "
-        "workload x system space), or a .fio job file",
+        f"workload x system space), a .fio job file, or an application: "
+        f"{', '.join(APPLICATIONS)}",
     ),
     Need.RADOS_POOL: (_rados, f"rados bench {', '.join(PRESETS)}"),
     Need.TABLE_ROWS: (_rows, "a workload recorded in the dataset"),
@@ -82,7 +118,9 @@ def workload_named(
 
 
 __all__ = [
+    "APPLICATIONS",
     "KINDS",
+    "application_workload",
     "TEMPLATES",
     "Measurement",
     "Need",
