@@ -150,7 +150,7 @@ def check_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     every value can be written into postgresql.conf as one quoted value; else ConfigError
     naming what is refused."""
     out: dict[str, Any] = {}
-    if settings is None:
+    if settings is None or (isinstance(settings, Mapping) and not settings):
         return out
     if not isinstance(settings, Mapping):
         raise ConfigError(f"pgbench settings: a mapping of option to value, not {settings!r:.60}")
