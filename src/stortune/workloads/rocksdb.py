@@ -5,13 +5,16 @@ Three benchmarks (`Benchmark`): ``fillrandom`` measures random inserts into an e
 db_bench's default) measure over a database filled first. The fill is ``fillseq`` of `keys` keys
 of `value_size` bytes, one thread, with the run's own RocksDB options (so the LSM tree has the
 shape those options give it) except that its writes are not synced (syncing every write of a
-fill of millions of keys would take minutes and changes nothing in the tree); then the target
-drops the page cache (`Venue.before_measure`), then the measured benchmark opens the database
-again (``--use_existing_db=1 --duration=runtime``).
+fill of millions of keys would take half an hour and changes nothing in the tree), then
+``flush`` and ``waitforcompaction`` (which sleeps 5 s first), so that the measured phase starts
+from a settled tree rather than a WAL to replay; then the target drops the page cache
+(`Venue.before_measure`), then the measured benchmark opens the database again
+(``--use_existing_db=1 --duration=runtime``).
 
-The defaults (2.5 M keys of 400-byte values, 16-byte keys: about 1 GiB of raw data, about half
-of it on disk after db_bench's 2:1 Snappy-compressible values) make the database larger than
-the page cache a run capped at 384 MiB has (``--memory-limit 384m``), so reads reach the device.
+The defaults (2.5 M keys of 400-byte values, 16-byte keys: about 1 GiB of raw data, 560 MiB on
+disk after db_bench's 2:1 Snappy-compressible values) make the database larger than the page
+cache a run capped at 384 MiB has (``--memory-limit 384m``), so reads reach the device; the fill
+took 20-24 s on a 2-core VM (loop-mounted ext4). Every benchmark runs 4 threads by default.
 
 RocksDB's own options come from a space's parameters of layer ``rocksdb`` (`bind`): db_bench
 flag names with their values, passed as ``--flag=value`` after the workload's defaults (so they
@@ -23,9 +26,13 @@ besides db_bench's 0/1/2.
 
 db_bench runs through the launcher (the run's memory cgroup, killed with stortune, its own
 process group killed on timeout); the database lives in ``db`` under the venue's directory and
-is removed after the run, whatever happened. Metrics (`parse_db_bench`): ``ops_per_s`` from the
-benchmark's ``micros/op ... ops/sec`` line; ``lat_mean_ms``/``lat_p50_ms``/``lat_p99_ms``/
-``lat_p999_ms`` over every operation from db_bench's histograms (``--histogram``, microseconds);
+is removed after the run, whatever happened. A run that exits non-zero, is killed (Debian's
+db_bench is built with assertions: an out-of-range enum value aborts it) or prints no result
+line is a failed Measurement with db_bench's own error line.
+
+Metrics (`parse_db_bench`): ``ops_per_s`` from the benchmark's ``micros/op ... ops/sec`` line;
+``lat_mean_ms``/``lat_p50_ms``/``lat_p99_ms``/``lat_p999_ms`` over every operation from
+db_bench's histograms (``--histogram``, microseconds, merged as RocksDB interpolates them);
 the same per operation type as ``read.*`` and ``write.*`` (db_bench 7.8.3 prints reads and writes
 of ``readrandomwriterandom`` as separate histograms), with each type's ``ops_per_s``; a few of
 RocksDB's statistics as ``db.*`` (stalls, flush and compaction bytes, WAL syncs, block cache hit
@@ -85,14 +92,21 @@ DEFAULT_RUNTIME = 30.0
 DEFAULT_KEYS = 2_500_000
 DEFAULT_VALUE_SIZE = 400
 KEY_SIZE = 16  # db_bench's default --key_size
+# Four clients for every benchmark: on 2 cores, 4 readers of a database larger than the page cache
+# kept the device busier than 2; 4 synced writers ran twice the rate of 1 (group commit), and
+# unsynced fills are CPU-bound either way.
 DEFAULT_THREADS = {
-    Benchmark.FILLRANDOM: 1,
+    Benchmark.FILLRANDOM: 4,
     Benchmark.READRANDOMWRITERANDOM: 4,
     Benchmark.READRANDOM: 4,
 }
 FOOTPRINT_FACTOR = 2.5  # the database, its WAL and room for compactions, over the raw data
-FILL_RATE = 60_000.0  # keys per second a fillseq was counted on for time plans (measured more)
+FILL_RATE = 125_000.0  # keys per second of a fillseq (130-170k measured on a 2-core VM)
+FILL_WAIT = 5.0  # db_bench's waitforcompaction sleeps 5 s before it looks
 MIN_RUNTIME_SHARE = 0.9  # a measured phase shorter than this share of the runtime is rejected
+# The fill: sequential inserts, the memtable flushed and compactions done (the measured phase
+# starts from a settled tree, not a WAL to replay), then the tree's shape for the record.
+FILL = "fillseq,flush,waitforcompaction,levelstats"
 PROBE_KEYS = 1000
 PROBE_TIMEOUT = 120.0
 SEED = 1  # fixed, so that repetitions and configs see the same keys (a flag may change it)
@@ -223,7 +237,7 @@ class DbBenchWorkload(Workload):
     @property
     def fill_seconds(self) -> float:
         """About how long the fill takes (none for fillrandom)."""
-        return self.keys / FILL_RATE if self.benchmark.filled else 0.0
+        return self.keys / FILL_RATE + FILL_WAIT if self.benchmark.filled else 0.0
 
     @property
     def expected_seconds(self) -> float:
@@ -258,7 +272,7 @@ class DbBenchWorkload(Workload):
         defaults: dict[str, FlagValue] = {"seed": SEED}
         flags = dict(self.flags)
         if phase == "fill":
-            base.update(benchmarks="fillseq", num=self.keys, threads=1, use_existing_db=False)
+            base.update(benchmarks=FILL, num=self.keys, threads=1, use_existing_db=False)
             flags.pop("sync", None)  # a fill of unsynced writes: the same tree, in less time
         elif phase == "measure":
             base.update(
@@ -297,9 +311,12 @@ class DbBenchWorkload(Workload):
                     problem = _failure(done, "fill (fillseq)", deadline - started)
                     if problem is not None:
                         return Measurement.failed(f"{self.name}: {problem[0]}", problem[1], **info)
-                    fill = _ops_line(done.stdout, "fillseq") if done is not None else None
+                    assert done is not None
+                    fill = _ops_line(done.stdout, "fillseq")
                     if fill is not None:
                         info["fill_ops_per_s"] = fill.ops_per_s
+                    info["fill_levels"] = level_files(done.stdout)
+                    info["fill_db_mb"] = round(_folder_bytes(db) / _MIB, 1)
                     venue.before_measure()
                 return self._measure(directory, tmp, venue, deadline, info)
         except NotStarted as exc:
@@ -638,8 +655,8 @@ def histograms(text: str) -> dict[str, Histogram]:
 
 def parse_db_bench(text: str, benchmark: str) -> tuple[dict[str, float], dict[str, Any]]:
     """The metrics of one benchmark's db_bench output (module doc), and what else is worth
-    keeping (how many reads found their key). ValueError without the benchmark's result line
-    or histograms."""
+    keeping (the share of reads that found their key). ValueError without the benchmark's
+    result line or histograms."""
     line = _ops_line(text, benchmark)
     if line is None:
         raise ValueError(f"db_bench printed no result line for {benchmark}")
@@ -666,10 +683,35 @@ def parse_db_bench(text: str, benchmark: str) -> tuple[dict[str, float], dict[st
         if statistic in tickers:
             metrics[f"workload.{name}_mb"] = tickers[statistic] / _MIB
     info: dict[str, Any] = {}
-    found = _FOUND.search(line.rest)
-    if found:
-        info["reads_found"], info["reads_done"] = int(found.group(1)), int(found.group(2))
+    found = _FOUND.search(line.rest)  # one thread's count: a share says what they all do
+    if found and int(found.group(2)) > 0:
+        info["reads_found_share"] = int(found.group(1)) / int(found.group(2))
     return metrics, info
+
+
+_LEVEL_ROW = re.compile(r"^\s*([0-9]+)\s+([0-9]+)\s+([0-9]+)\s*$", re.MULTILINE)
+
+
+def level_files(text: str) -> dict[str, int]:
+    """SST files per LSM level (non-empty levels) from db_bench's ``levelstats``."""
+    table = text.split("Level Files Size(MB)", 1)
+    if len(table) < 2:
+        return {}
+    return {
+        f"L{m.group(1)}": int(m.group(2))
+        for m in _LEVEL_ROW.finditer(table[1])
+        if m.group(2) != "0"
+    }
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for item in path.rglob("*"):
+        try:
+            total += item.stat().st_size if item.is_file() else 0
+        except OSError:
+            continue
+    return total
 
 
 # ---- checks -------------------------------------------------------------------------------
