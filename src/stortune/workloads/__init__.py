@@ -33,25 +33,46 @@ KINDS: dict[str, type[Workload]] = {
     "db_bench": DbBenchWorkload,
 }
 
-# The application workloads by the names a user gives (-w pgbench, -w rocksdb-fillrandom).
-APPLICATIONS: dict[str, Callable[[float | None], Workload]] = {
+# The application workloads by the names a user gives (-w pgbench, -w rocksdb-fillrandom), and
+# the sizes a name may set after a colon (-w pgbench:scale=4,clients=4).
+Factory = Callable[[float | None, dict[str, int]], Workload]
+APPLICATIONS: dict[str, Factory] = {
     **{
         PgbenchWorkload(mode).name: (
-            lambda runtime, mode=mode: PgbenchWorkload(mode, **_runtime(runtime))
+            lambda runtime, sizes, mode=mode: PgbenchWorkload(mode, **_runtime(runtime), **sizes)
         )
         for mode in Mode
     },
     **{
         f"rocksdb-{bench}": (
-            lambda runtime, bench=bench: DbBenchWorkload(bench, **_runtime(runtime))
+            lambda runtime, sizes, bench=bench: DbBenchWorkload(bench, **_runtime(runtime), **sizes)
         )
         for bench in Benchmark
     },
 }
+SIZES = {"pgbench": ("scale", "clients", "jobs"), "rocksdb": ("keys", "value_size", "threads")}
 
 
 def _runtime(runtime: float | None) -> dict[str, float]:
     return {"runtime": runtime} if runtime else {}
+
+
+def _application(text: str, runtime: float | None) -> Workload | None:
+    """``NAME`` or ``NAME:KEY=N,KEY=N`` of an application workload (None: not one)."""
+    name, _, rest = text.partition(":")
+    if name not in APPLICATIONS:
+        return None
+    allowed = SIZES[name.split("-", 1)[0]]
+    sizes: dict[str, int] = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if key not in allowed or not value.isdigit() or int(value) < 1:
+            raise ConfigError(
+                f"workload {text!r}: give sizes as {name}:KEY=N,... with KEY one of "
+                f"{', '.join(allowed)} and N a whole number from 1"
+            )
+        sizes[key] = int(value)
+    return APPLICATIONS[name](runtime, sizes)
 
 
 def application_workload(application: Application) -> PgbenchWorkload | DbBenchWorkload:
@@ -71,8 +92,9 @@ def make_workload(spec: Mapping[str, Any]) -> Workload:
 
 
 def _fio(name: str, runtime: float | None) -> Workload | None:
-    if name in APPLICATIONS:
-        return APPLICATIONS[name](runtime)
+    application = _application(name, runtime)
+    if application is not None:
+        return application
     if name == "spa":
         return SpaWorkload(runtime=runtime or DEFAULT_RUNTIME)
     if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
@@ -96,7 +118,7 @@ BUILDERS: dict[Need, tuple[Callable[[str, float | None], Workload | None], str]]
         _fio,
         f"fio templates {', '.join(TEMPLATES)}, spa (takes the workload parameters of a "
         f"workload x system space), a .fio job file, or an application: "
-        f"{', '.join(APPLICATIONS)}",
+        f"{', '.join(APPLICATIONS)} (sizes after a colon: pgbench:scale=4,clients=4)",
     ),
     Need.RADOS_POOL: (_rados, f"rados bench {', '.join(PRESETS)}"),
     Need.TABLE_ROWS: (_rows, "a workload recorded in the dataset"),
