@@ -107,7 +107,8 @@ MIN_RUNTIME_SHARE = 0.9  # a measured phase shorter than this share of the runti
 # The fill: sequential inserts, the memtable flushed and compactions done (the measured phase
 # starts from a settled tree, not a WAL to replay), then the tree's shape for the record.
 FILL = "fillseq,flush,waitforcompaction,levelstats"
-PROBE_KEYS = 1000
+PROBE = "fillrandom,flush,readrandom"  # writes, an SST file written and read back
+PROBE_KEYS = 200
 PROBE_TIMEOUT = 120.0
 SEED = 1  # fixed, so that repetitions and configs see the same keys (a flag may change it)
 
@@ -266,7 +267,7 @@ class DbBenchWorkload(Workload):
     # ---- db_bench's command line ----------------------------------------------------------
     def argv(self, directory: str | Path, phase: str) -> list[str]:
         """db_bench's argv for `phase`: ``fill`` (the fillseq before a read benchmark),
-        ``measure`` (the benchmark) or ``probe`` (a tiny fill and read with the flags)."""
+        ``measure`` (the benchmark) or ``probe`` (a tiny fill, flush and read with the flags)."""
         db = str(Path(directory) / "db")
         base: dict[str, FlagValue] = {"db": db, "wal_dir": db, "value_size": self.value_size}
         defaults: dict[str, FlagValue] = {"seed": SEED}
@@ -285,7 +286,7 @@ class DbBenchWorkload(Workload):
                 histogram=True,
             )
         elif phase == "probe":
-            base.update(benchmarks="fillrandom,readrandom", num=PROBE_KEYS, threads=1)
+            base.update(benchmarks=PROBE, num=PROBE_KEYS, threads=1)
             base.update(use_existing_db=False)
         else:
             raise ValueError(f"unknown db_bench phase {phase!r}")
@@ -361,7 +362,7 @@ class DbBenchWorkload(Workload):
 
     def probe(self, venue: Venue, values: Mapping[str, Any]) -> str | None:
         """Whether db_bench runs with `values` (flags) over the workload's own on this machine:
-        a tiny fill and read in the venue's directory; None when it works, else db_bench's
+        a tiny fill, flush and read in the venue's directory; None when it works, else db_bench's
         reason in one line. Leaves nothing behind. A flag name or value `bind` refuses raises
         ConfigError (a fault of the space, not of the machine)."""
         if venue.directory is None:
