@@ -128,6 +128,10 @@ def test_bind_merges_flags_and_refuses_bad_ones_before_anything_starts(tmp_path:
     assert bound.flags == {"cache_size": 8 << 20, "sync": True, "compaction_style": "universal",
                            "bloom_bits": 10}  # fmt: skip
     assert workload.flags == {"cache_size": 8 << 20}  # the original is left as it was
+    numpy = pytest.importorskip("numpy")
+    plain = workload.bind({"bloom_bits": numpy.int64(10), "sync": numpy.bool_(True)}).flags
+    assert plain["bloom_bits"] == 10 and type(plain["bloom_bits"]) is int
+    assert plain["sync"] is True
     argv = bound.argv(tmp_path, "measure")
     assert {"--sync=true", "--compaction_style=1", "--bloom_bits=10"} <= set(argv)
     assert f"--db={tmp_path}/db" in argv and f"--wal_dir={tmp_path}/db" in argv

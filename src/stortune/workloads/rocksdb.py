@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import re
 import shutil
 import signal
@@ -414,11 +415,11 @@ def check_flags(values: Mapping[str, Any]) -> dict[str, FlagValue]:
 
 
 def _plain(name: str, value: Any) -> FlagValue:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return bool(value)  # a numpy bool too
+    if isinstance(value, numbers.Integral):
         return int(value)
-    if isinstance(value, float):
+    if isinstance(value, numbers.Real):
         if not math.isfinite(value):
             raise ConfigError(f"db_bench flag {name}={value!r}: not a finite number")
         return float(value)
