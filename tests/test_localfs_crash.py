@@ -20,8 +20,10 @@ from test_localfs_support import (
     mounts_under,
     needs_fio,
     needs_root,
+    processes_under,
     queue_settings,
     read_setting,
+    wait_for,
 )
 
 from stortune.targets.localfs import LocalFsTarget
@@ -56,31 +58,6 @@ def system(tmp_path: Path) -> Iterator[Path]:
     yield from guarded_state_dir(tmp_path)
 
 
-def fio_under(folder: Path) -> list[int]:
-    """Processes named fio working in `folder`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if (proc / "comm").read_text().strip() == "fio" and os.readlink(
-                proc / "cwd"
-            ).startswith(str(folder)):
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
-
-
-def wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
-
-
 def kill_mid_run(system: Path) -> str:
     """Start CHILD's run on a target in `system`, SIGKILL it while fio writes, check what it
     left changed; return its loop device."""
@@ -93,7 +70,7 @@ def kill_mid_run(system: Path) -> str:
     try:
         device = child.stdout.readline().strip()
         assert device.startswith("/dev/loop"), "the child did not get as far as its run"
-        assert wait_for(lambda: fio_under(system), 20), "fio never started"
+        assert wait_for(lambda: processes_under(system, "fio"), 20), "fio never started"
         time.sleep(0.5)
     finally:
         child.send_signal(signal.SIGKILL)
@@ -103,7 +80,7 @@ def kill_mid_run(system: Path) -> str:
     assert queue_settings(device)["scheduler"] == "bfq"
     assert mounts_under(system) and loop_devices_of(system)
     # ... but not fio, which the kernel killed with its parent
-    assert wait_for(lambda: not fio_under(system), 10), "fio outlived its parent"
+    assert wait_for(lambda: not processes_under(system, "fio"), 10), "fio outlived its parent"
     return device
 
 

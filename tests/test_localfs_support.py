@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,3 +95,33 @@ def guarded_state_dir(tmp_path: Path) -> Iterator[Path]:
     for group in Path("/sys/fs/cgroup").glob(f"**/stortune-{os.getpid()}-*"):
         with contextlib.suppress(OSError):
             group.rmdir()
+
+
+def processes_under(folder: Path, program: str | None = None) -> list[int]:
+    """Processes (of `program`, by name, if given) working in `folder`: their working
+    directory is under it (a server chdirs to its data folder, its backends too) or an argument
+    names it (db_bench --db=...)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if program is not None and (proc / "comm").read_text().strip() != program:
+                continue
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) or any(str(folder).encode() in a for a in argv):
+            found.append(int(proc.name))
+    return found
+
+
+def wait_for(condition: Callable[[], object], seconds: float) -> bool:
+    """Whether `condition` holds within `seconds` (polled every 0.1 s)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())

@@ -21,7 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_localfs_support import ROOT, guarded_state_dir, loop_devices_of, mounts_under
+from test_localfs_support import (
+    ROOT,
+    guarded_state_dir,
+    loop_devices_of,
+    mounts_under,
+    processes_under,
+    wait_for,
+)
 
 from stortune.errors import ConfigError, TargetError
 from stortune.processes import pid_alive, stop_process
@@ -54,26 +61,6 @@ needs_postgres = pytest.mark.skipif(
 QUICK = {"runtime": 3, "scale": 2}  # about 30 MiB of data, 3 s runs
 
 
-def postgres_under(folder: Path) -> list[int]:
-    """Processes working in `folder` (a server chdirs to its data folder, its backends too)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.readlink(proc / "cwd").startswith(str(folder)):
-                    found.append(int(proc.name))
-    return found
-
-
-def wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
-
-
 @pytest.fixture(scope="module")
 def base() -> Iterator[Path]:
     """A folder the postgres user can pass through (pytest's temporary folders are private to
@@ -84,7 +71,7 @@ def base() -> Iterator[Path]:
     try:
         yield path
     finally:
-        for pid in postgres_under(path):
+        for pid in processes_under(path):
             stop_process(pid, None, (signal.SIGQUIT,), 5.0)
         shutil.rmtree(path, ignore_errors=True)
 
@@ -115,7 +102,7 @@ def target(base: Path) -> Iterator[LocalFsTarget]:
 
 
 def assert_nothing_left(target: LocalFsTarget, venue: Venue, base: Path) -> None:
-    assert not postgres_under(base), "a server or client is still running"
+    assert not processes_under(base), "a server or client is still running"
     assert venue.directory is not None
     assert not (venue.directory / "pgdata").exists()
     assert not (venue.directory / "pgprobe").exists()
@@ -369,7 +356,7 @@ def test_a_server_left_by_a_killed_stortune_is_stopped_by_recovery(base: Path, p
         after.setup()  # recovery: the dead owner's journal is undone
         try:
             assert not pid_alive(server)
-            assert wait_for(lambda: not postgres_under(state), 10)
+            assert wait_for(lambda: not processes_under(state), 10)
             assert not mounts_under(state)
             dead = f"localfs-{child.pid}-"  # the killed owner's image and cgroup
             assert not [d for d, image in loop_devices_of(state).items() if dead in image]
@@ -385,7 +372,7 @@ def test_a_server_left_by_a_killed_stortune_is_stopped_by_recovery(base: Path, p
             child.stdout.close()
         if server:
             stop_process(server, None, (signal.SIGQUIT,), 5.0)
-        for pid in postgres_under(state):
+        for pid in processes_under(state):
             stop_process(pid, None, (signal.SIGQUIT,), 5.0)
         next(guard, None)
     assert not mounts_under(base / f"crash-{parent}")

@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_localfs_support import guarded_state_dir, loop_devices_of, mounts_under, needs_root
+from test_localfs_support import (
+    guarded_state_dir,
+    loop_devices_of,
+    mounts_under,
+    needs_root,
+    processes_under,
+)
 
 from stortune.enums import RunStatus
 from stortune.errors import ConfigError
@@ -177,21 +183,6 @@ def test_space_defaults_risks_and_constraints() -> None:
 
 
 # ---- on a loop-mounted ext4 -----------------------------------------------------------------
-def _db_bench_pids(folder: Path) -> list[int]:
-    """db_bench processes working under `folder`."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"db_bench") and str(folder).encode() in b" ".join(argv):
-            pids.append(int(entry.name))
-    return pids
-
-
 @pytest.fixture(scope="module")
 def ext4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFsTarget]:
     """One small ext4 loop image under a memory cap for the module; everything undone after."""
@@ -209,10 +200,10 @@ def ext4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFsTarget]:
                 target.apply({})
                 yield target
         finally:
-            for pid in _db_bench_pids(folder):
+            for pid in processes_under(folder, "db_bench"):
                 os.kill(pid, signal.SIGKILL)
             next(guard, None)
-    assert not _db_bench_pids(folder)
+    assert not processes_under(folder, "db_bench")
     assert not mounts_under(folder) and not loop_devices_of(folder)
 
 
@@ -222,7 +213,7 @@ def target(ext4: LocalFsTarget) -> Iterator[LocalFsTarget]:
     yield ext4
     mount = ext4._mount_point
     assert mount is not None
-    leftover = _db_bench_pids(mount)
+    leftover = processes_under(mount, "db_bench")
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
     databases = [p for p in mount.glob("*/*") if p.name in ("db", "probe")]
@@ -300,7 +291,8 @@ def test_a_run_past_its_time_limit_is_killed(target: LocalFsTarget) -> None:
     workload = DbBenchWorkload("fillrandom", keys=20_000, runtime=60)
     venue, measurement = _run(target, workload, timeout=3)
     assert measurement.status is RunStatus.TIMEOUT and "time limit" in measurement.error
-    assert not _db_bench_pids(venue.directory) and not (venue.directory / "db").exists()
+    assert not processes_under(venue.directory, "db_bench")
+    assert not (venue.directory / "db").exists()
 
 
 @needs_root
