@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from stortune.measure.sysmetrics import DeviceSampler, _hardware_disks, disk_of
+from stortune.measure.sysmetrics import (
+    DeviceSampler,
+    ProcessIoSampler,
+    _hardware_disks,
+    disk_of,
+)
 
 
 def test_disk_of_names_the_whole_disk_under_a_path(tmp_path: Path) -> None:
@@ -83,3 +89,25 @@ def test_device_sampler_counts_the_bytes_at_the_device_and_the_disk_under_it(
     else:  # the disk's whole traffic: ours through the loop device, and whatever else ran
         assert out["device.backing_write_mb"] >= 8.0 * 0.99
         assert out["device.backing_read_mb"] >= 4.0 * 0.99
+
+
+def test_an_applications_own_io_is_counted_over_its_processes_even_those_that_ended(
+    tmp_path: Path,
+) -> None:
+    """What a program's processes moved through system calls (the bytes a device share is
+    computed over), summed over processes that ended during the phase, others' excluded."""
+    program = tmp_path / "iotest"  # a process named iotest: python under another name
+    program.symlink_to(sys.executable)
+    script = (
+        "import time\n"
+        "data = open('/dev/zero', 'rb', buffering=0).read(8 << 20)\n"
+        "open('/dev/null', 'wb', buffering=0).write(data)\n"
+        "time.sleep(0.5)\n"
+    )
+    sampler = ProcessIoSampler("iotest", interval=0.05).start()
+    for _ in range(2):  # two processes, both gone before stop()
+        subprocess.run([str(program), "-c", script], check=True)
+    subprocess.run([sys.executable, "-c", script], check=True)  # another program: not counted
+    moved = sampler.stop()
+    assert 16.0 <= moved["workload.read_mb"] <= 22.0  # 2 x 8 MiB, and python's own modules
+    assert 16.0 <= moved["workload.write_mb"] <= 16.5

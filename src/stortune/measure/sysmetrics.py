@@ -5,7 +5,8 @@ throughput followed the load average of other work). `SystemSampler` reads /proc
 a thread while a run goes on and summarises what it saw as ``sys.*`` metrics (mean, and max as
 ``*_max``), stored with every run; `snapshot()` gives the instantaneous gauges tuners use as state.
 `DeviceSampler` counts the bytes at a run's device under test and at the disk under its image
-(``device.*``), for `stortune.measure.device` to set beside the bytes the workload moved.
+(``device.*``), for `stortune.measure.device` to set beside the bytes the workload moved, which
+`ProcessIoSampler` counts for an application (a database server) from its processes' I/O.
 """
 
 from __future__ import annotations
@@ -248,3 +249,89 @@ def _mean_max(
         return
     out[f"sys.{name}"] = whole if whole is not None else sum(values) / len(values)
     out[f"sys.{name}_max"] = max(values)
+
+
+class ProcessIoSampler:
+    """MiB a program's processes read and wrote through system calls between `start()` and
+    `stop()` (``workload.read_mb``/``write_mb`` from /proc/PID/io ``rchar``/``wchar``): what an
+    application moved, for `stortune.measure.device` to set beside what reached the device (a
+    share under 0.5: the page cache served it). The processes are those named `program` in the
+    `cgroup` folder, or else among this process's descendants; they are polled every
+    `interval` seconds in a thread, since a process's counters go with it when it ends (a
+    database's client connections do)."""
+
+    def __init__(
+        self, program: str, cgroup: str | os.PathLike[str] | None = None, interval: float = 0.5
+    ) -> None:
+        self.program = program
+        self.cgroup = Path(cgroup) if cgroup is not None else None
+        self.interval = interval
+        self._first: dict[int, tuple[int, int]] = {}
+        self._last: dict[int, tuple[int, int]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ProcessIoSampler:
+        self._first = self._poll()
+        self._last = dict(self._first)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._last.update(self._poll())
+        read = written = 0
+        for pid, (rchar, wchar) in self._last.items():
+            before = self._first.get(pid, (0, 0))  # a process born during the run: from 0
+            read += max(0, rchar - before[0])
+            written += max(0, wchar - before[1])
+        return {"workload.read_mb": read / _MB, "workload.write_mb": written / _MB}
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._last.update(self._poll())
+
+    def _poll(self) -> dict[int, tuple[int, int]]:
+        out = {}
+        for pid in self._pids():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() != self.program:
+                    continue
+                fields = dict(
+                    line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines()
+                )
+                out[pid] = (int(fields["rchar"]), int(fields["wchar"]))
+            except (OSError, KeyError, ValueError):
+                continue  # ended meanwhile
+        return out
+
+    def _pids(self) -> list[int]:
+        if self.cgroup is not None:
+            try:
+                return [int(p) for p in (self.cgroup / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                return []
+        return descendants(os.getpid())
+
+
+def descendants(root: int) -> list[int]:
+    """The processes below `root` (children, theirs, ...), from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    out, pending = [], [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            out.append(child)
+            pending.append(child)
+    return out

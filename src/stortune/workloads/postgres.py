@@ -47,12 +47,12 @@ from typing import Any
 
 from stortune.enums import Direction
 from stortune.errors import ConfigError, TargetError
-from stortune.measure.sysmetrics import SystemSampler
 from stortune.processes import started_at, stop_process
 from stortune.scratch import ScratchKind, scratch_folder
 from stortune.workloads.base import Measurement, Need, Tracker, Venue, Workload
 from stortune.workloads.declared import Declarations
 from stortune.workloads.launcher import User, launch_argv, procs_file, run_group
+from stortune.workloads.phase import measured_phase
 
 PG_ROOT = Path("/usr/lib/postgresql")  # Debian's versioned installations: PG_ROOT/N/bin
 USER = "postgres"
@@ -739,16 +739,9 @@ class PgbenchWorkload(Workload):
         if self.mode is Mode.SELECT:
             args.append("-S")
         argv = server.client_argv("pgbench", *args, DATABASE)
-        sampler = SystemSampler(venue.devices).start()
-        for extra in venue.samplers:
-            extra.start()
         started = time.monotonic()
-        try:
+        with measured_phase(venue, "postgres") as system:
             done = run_group(argv, tmp, timeout)
-        finally:
-            system = sampler.stop()
-            for extra in venue.samplers:
-                system.update(extra.stop())
         info["seconds"] = time.monotonic() - started
         if done is None:
             return Measurement.failed(

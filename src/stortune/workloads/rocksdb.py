@@ -58,11 +58,11 @@ from typing import Any
 
 from stortune.enums import Direction, RunStatus
 from stortune.errors import ConfigError, TargetError
-from stortune.measure.sysmetrics import SystemSampler
 from stortune.scratch import ScratchKind, scratch_folder
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 from stortune.workloads.declared import Declarations
 from stortune.workloads.launcher import launch_argv, procs_file, run_group
+from stortune.workloads.phase import measured_phase
 
 PROGRAM = "db_bench"
 
@@ -329,16 +329,9 @@ class DbBenchWorkload(Workload):
     def _measure(
         self, directory: Path, tmp: Path, venue: Venue, deadline: float, info: dict[str, Any]
     ) -> Measurement:
-        sampler = SystemSampler(venue.devices).start()
-        for extra in venue.samplers:
-            extra.start()
         started = time.monotonic()
-        try:
+        with measured_phase(venue, "db_bench") as system:
             done = _launch(self.argv(directory, "measure"), tmp, venue, deadline)
-        finally:
-            system = sampler.stop()
-            for extra in venue.samplers:
-                system.update(extra.stop())
         info["seconds"] = round(time.monotonic() - started, 3)
         info["runtime_requested"] = self.runtime
         problem = _failure(done, str(self.benchmark), deadline - started)
