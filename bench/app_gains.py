@@ -1,0 +1,242 @@
+"""Verified gains for real applications on the tuned stack: PostgreSQL (pgbench) and RocksDB
+(db_bench), their own storage options tuned together with the stack beneath them.
+
+For each application workload, on a 4 GiB loop image with the benchmark's memory capped at
+384 MiB (so the database does not fit in the page cache), in one store that resumes:
+
+1. stortune's flow, exactly as `stortune tune --space APP-stack -w WORKLOAD --rank carver
+   --hold best --budget N --verify ...` runs it (`start_tuning`): a Latin hypercube sample of the
+   safe joint space, Carver's ranking, the default tuner (bo) with paired races on the top K,
+   the others held at the sample's best.
+2. The peers a user would pick instead, as a user of Optuna runs them: TPE and random search
+   on the whole safe joint space, one run per config, the best single value, the same number
+   of evaluations.
+3. One verification, interleaved in paired rounds: the default of both the application and
+   the stack, each tuner's best, and stortune's best split into its two parts (its stack
+   settings with the application at its defaults, its application settings on the default
+   stack: which part of the gain comes from where), and stortune's best with each risky
+   application option (fsync off, synchronous_commit off, an unsynced WAL ...): what each would
+   buy, never recommended.
+
+Every gain is on the workload's declared objective (pgbench: tps; db_bench: ops_per_s; or a
+latency with `--objective`), with its guardrails (p99 latency; or tps) beside it.
+
+Needs root. Run: python bench/app_gains.py [--workloads pgbench,rocksdb-fillrandom]
+  [--objective lat_p99_ms:min] [--budget 10] [--sample 16] [--runtime 20] [--verify 5]
+Results: bench/results/app-gains.json and the Markdown table printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stack_gains import (
+    Console,
+    done,
+    exists,
+    finish,
+    json_plain,
+    rows_for,
+    table,
+    tune_campaign,
+    verified_labels,
+    verify_all,
+)
+
+from stortune.errors import StortuneError
+from stortune.measure.objective import Objective
+from stortune.measure.results import campaign_best
+from stortune.measure.runner import RunRules
+from stortune.measure.tuning import TuneSettings
+from stortune.measure.verify import Verification, latest_verification, paired_gain, round_values
+from stortune.space import Config, Space, load_space
+from stortune.space.risk import risky_variants
+from stortune.store import Store
+from stortune.workflows.rank import RankOptions
+from stortune.workflows.tune import TuneJob, start_tuning
+from stortune.workloads import workload_named
+from stortune.workloads.declared import objective_for
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "app-gains.json"
+SPACES = {"pgbench": "postgres-stack", "rocksdb": "rocksdb-stack"}
+PEERS = ("tpe", "random")
+
+
+def space_for(workload: str) -> Space:
+    """The joint space of the workload's application and the stack."""
+    return load_space(SPACES["pgbench" if workload.startswith("pgbench") else "rocksdb"])
+
+
+def parts(space: Space, config: Config) -> dict[str, Config]:
+    """`config` split in two: its stack settings with the application at its defaults, and its
+    application settings on the default stack."""
+    default = space.default_config()
+    application = {p.name for p in space.parameters if p.application is not None}
+    stack = {k: v for k, v in config.items() if k not in application}
+    app = {k: v for k, v in config.items() if k in application}
+    out = {}
+    for label, chosen in (("stack part", stack), ("application part", app)):
+        try:
+            out[label] = space.validate({**default, **chosen})
+        except StortuneError:  # a part that needs the other (a constraint across them)
+            continue
+    return out
+
+
+def best_of(store: Store, name: str, space: Space) -> Config | None:
+    campaign = store.campaign(name)
+    best = campaign_best(campaign, store.trials(campaign.id))
+    return None if best is None else space.validate(dict(best.config))
+
+
+def measure_workload(
+    args: argparse.Namespace, store: Store, console: Console, name: str
+) -> list[dict[str, Any]]:
+    from stortune.targets.localfs import LocalFsTarget
+
+    space = space_for(name)
+    target = LocalFsTarget(space, image_size=args.image_size, memory_limit=args.memory_limit)
+    workloads = [workload_named(name, args.runtime)]
+    objective = objective_for(
+        workloads, Objective.of([args.objective]) if args.objective else None, say=console.note
+    )
+    rules = RunRules(timeout=args.runtime * 10 + 300, check_disturbance=True, busy_wait=3600)
+    tag = f"{name}-{objective.metric}"
+    stortune = f"{tag}-bo"
+    if not done(store, stortune):
+        if exists(store, stortune):
+            finish(store, stortune, console)
+        else:
+            job = TuneJob(
+                space=space,
+                target=target,
+                workloads=workloads,
+                objective=objective,
+                settings=TuneSettings(
+                    budget=args.budget,
+                    repetitions=args.pairs,
+                    intensify=True,
+                    baseline=True,
+                    reference_every=10,
+                ),
+                rules=rules,
+                tuner="bo",
+                seed=args.seed,
+                name=stortune,
+                rank=RankOptions("carver", args.top_k, "best", args.sample),
+            )
+            start_tuning(store, job, console)
+    campaigns = {"best": stortune}
+    for peer in PEERS:
+        campaigns[peer] = f"{tag}-{peer}"
+        tune_campaign(
+            store, campaigns[peer], space, target, workloads, peer, args.budget, rules, console,
+            intensify=False, repetitions=1, seed=args.seed, objective=objective,
+        )  # fmt: skip
+    configs: dict[str, Config] = {"default": space.default_config()}
+    for label, campaign in campaigns.items():
+        found = best_of(store, campaign, space)
+        if found is not None:
+            configs[label] = found
+    if "best" in configs:
+        for label, config in {
+            **parts(space, configs["best"]),
+            **risky_variants(space, configs["best"], application_only=True),
+        }.items():
+            configs[label] = config
+            campaigns[label] = stortune
+    verify_all(store, stortune, target, space, configs, args.verify, console, args.verify_max)
+    rows = rows_for(store, name, space, campaigns, configs, {})
+    add_stortune_over_peers(store, stortune, space, configs, rows)
+    return rows
+
+
+def add_stortune_over_peers(
+    store: Store, tuned: str, space: Space, configs: dict[str, Config], rows: list[dict[str, Any]]
+) -> None:
+    """Beside each peer's row, stortune's best over the peer's best, paired from the same
+    rounds of the verification (``stortune_over``: above 1 with its interval is beyond
+    noise)."""
+    verification = latest_verification(store, store.campaign(tuned))
+    if verification is None:
+        return
+    checked = Verification.read(store, verification)
+    measured_as = verified_labels(store, verification, space, configs)
+    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
+    ours = values.get((measured_as.get("best") or ["best"])[0])
+    for row in rows:
+        if row["label"] not in PEERS or not ours:
+            continue
+        theirs = values.get((measured_as.get(row["label"]) or [row["label"]])[0])
+        if not theirs or not set(theirs) & set(ours):
+            continue
+        over = paired_gain(
+            checked.objective.metric, checked.objective.direction, theirs, ours, label="best"
+        )
+        row.update(stortune_over=1 + over.gain, stortune_over_low=1 + over.ci_low,
+                   stortune_over_high=1 + over.ci_high)  # fmt: skip
+
+
+def write(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """Merge the rows into the results file, each with the command that measured it: rows of
+    workloads not measured now stay."""
+    command = "python bench/app_gains.py " + " ".join(sys.argv[1:])
+    for row in rows:
+        row["command"] = command
+    existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    measured = {(r["workload"], r["objective"]) for r in rows}
+    kept = [r for r in existing.get("rows", []) if (r["workload"], r["objective"]) not in measured]
+    result = {
+        "bench": "app-gains",
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "rows": kept + rows,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", type=lambda s: s.split(","), default=["pgbench"])
+    parser.add_argument("--objective", default=None, help="METRIC:max|min (default: declared)")
+    parser.add_argument("--budget", type=int, default=10)
+    parser.add_argument("--sample", type=int, default=16, help="configs sampled for the ranking")
+    parser.add_argument("--runtime", type=float, default=20.0)
+    parser.add_argument("--pairs", type=int, default=2, help="race pairs of a challenger")
+    parser.add_argument("--verify", type=int, default=5, help="the fewest verification rounds")
+    parser.add_argument("--verify-max", type=int, default=10, help="the most rounds")
+    parser.add_argument("--top-k", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--image-size", default="4g")
+    parser.add_argument("--memory-limit", default="384m")
+    parser.add_argument("--store", default=str(REPO / "bench" / "results" / "app-gains.db"))
+    args = parser.parse_args()
+    console = Console()
+    rows: list[dict[str, Any]] = []
+    try:
+        with Store(args.store) as store:
+            for name in args.workloads:
+                rows += measure_workload(args, store, console, name)
+                write(rows, args)
+    except (StortuneError, OSError) as exc:
+        print(f"app-gains: {exc} (the same command resumes)", file=sys.stderr)
+        sys.exit(1)
+    print(table(rows))
+    for row in rows:
+        if "stortune_over" in row:
+            print(
+                f"{row['workload']}: stortune's best over {row['tuner']}'s, paired: "
+                f"{row['stortune_over']:.2f}x ({row['stortune_over_low']:.2f}-"
+                f"{row['stortune_over_high']:.2f})"
+            )
+    print(f"\nwritten to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
