@@ -70,8 +70,14 @@ def test_a_rocksdb_recommendation_places_each_option_where_rocksdb_reads_it() ->
     assert "[DBOptions]\n  max_background_jobs=4\n" in ini
     assert "compaction_style=kCompactionStyleUniversal" in ini
     assert "filter_policy=bloomfilter:10:false" in ini
-    assert files["WriteOptions"] == "sync=false\n"
+    assert files["WriteOptions"] == "disableWAL=false\nsync=false\n"
     assert "--compaction_style=1" in files["db_bench.flags"]  # db_bench's number for it
+    # the whole set, even at the space's defaults: db_bench's and the space's defaults are
+    # not the library's (a synced WAL, an 8 MiB block cache)
+    default = {f.path: f.text for f in install_files("localfs", space.default_config(), space)}
+    assert default["WriteOptions"] == "disableWAL=false\nsync=true\n"
+    assert "block_cache=8388608" in default["OPTIONS.ini"]
+    assert "filter_policy" not in default["OPTIONS.ini"]  # -1: no filter, nothing to set
 
 
 @pytest.mark.parametrize("name", APP_SPACES)

@@ -230,7 +230,7 @@ def test_bound_settings_reach_the_server(target: LocalFsTarget, base: Path) -> N
         "shared_buffers": "64MB",
         "wal_compression": "zstd",
         "synchronous_commit": "off",
-        "listen_addresses": "127.0.0.1",
+        "listen_addresses": "",  # no TCP port: a socket only postgres may reach
     }
     # a run's server takes them too: more clients than it accepts fail the run, in one line
     crowded = PgbenchWorkload(**QUICK, clients=8).bind(
@@ -289,7 +289,7 @@ CHILD = textwrap.dedent(
     from stortune.targets.localfs import LocalFsTarget
     from stortune.workloads.launcher import User
     from stortune.workloads.postgres import (
-        PgbenchWorkload, Server, copy_cluster, installation, template,
+        PgbenchWorkload, Server, copy_cluster, installation, own_folder, template,
     )
 
     state, parent = sys.argv[1], sys.argv[2]
@@ -303,7 +303,9 @@ CHILD = textwrap.dedent(
     copy_cluster(template(pg, 2), data, User.named("postgres"))
 
     def start():
-        log = venue.directory.parent / "server.log"
+        scratch = venue.directory.parent / "scratch"  # on the mount: gone with it
+        scratch.mkdir()
+        log = own_folder(scratch, User.named("postgres")) / "server.log"
         server = Server(pg, data, log, venue.cgroup, venue.journal)
         server.start({"shared_buffers": "32MB"})
         return server

@@ -93,7 +93,7 @@ def test_output_parsed_with_reads_and_writes_apart() -> None:
     assert metrics["lat_p999_ms"] == pytest.approx(0.974)
     assert metrics["db.block_cache_hit_ratio"] == pytest.approx(0.75)
     assert metrics["db.stall_s"] == pytest.approx(0.5) and metrics["db.wal_syncs"] == 7
-    assert metrics["workload.read_mb"] == 1 and metrics["workload.write_mb"] == 2
+    assert "workload.read_mb" not in metrics  # the processes' own I/O gives it, not a ticker
     for hist in histograms(OUTPUT).values():  # RocksDB's interpolation, as db_bench prints it
         assert [hist.percentile(p) for p in (50, 99, 99.9)] == pytest.approx(hist.printed, 0.01)
     assert set(metrics) <= DbBenchWorkload(Benchmark.READRANDOMWRITERANDOM).metric_names()

@@ -86,9 +86,10 @@ class StartState(StrEnum):
 
 
 class RiskScope(StrEnum):
-    """Which risky values a verification measures beside the recommended config, so that the
-    output says what each would buy (never applying one): none, the application's own options
-    (a database's fsync, synchronous_commit, an unsynced WAL), or every layer's."""
+    """Which risky values a verification measures beside the recommended config, on the
+    benchmark's own file system, so that the output says what each would buy (never
+    recommending one): none, the application's own options (a database's fsync,
+    synchronous_commit, an unsynced WAL), or every layer's."""
 
     NONE = "none"
     APPLICATION = "application"

@@ -214,7 +214,8 @@ def register(app: typer.Typer) -> None:
             "--measure-risks",
             help="Verify, beside the best config, the best with each risky value of: the "
             "application's own options (a database's fsync, synchronous_commit, unsynced WAL), "
-            "every layer's, or none; the output lists what each would buy, never applied.",
+            "every layer's, or none: measured on the benchmark's file system, listed with what "
+            "each would buy, never recommended.",
             case_sensitive=False,
         ),
         timeout: float = typer.Option(

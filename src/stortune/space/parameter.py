@@ -51,7 +51,7 @@ class Application(StrEnum):
     ROCKSDB = "rocksdb"
 
 
-APPLICATIONS = frozenset(a.value for a in Application)
+APPLICATION_LAYERS = frozenset(a.value for a in Application)
 
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -86,7 +86,15 @@ class Parameter:
     @property
     def application(self) -> Application | None:
         """The application whose option this is (None: a system or workload parameter)."""
-        return Application(self.layer) if self.layer in APPLICATIONS else None
+        return Application(self.layer) if self.layer in APPLICATION_LAYERS else None
+
+    def formatted(self, value: Any) -> Any:
+        """`value` as the application or workload reads it: through the parameter's
+        ``format`` (``"{}MB"``) when it has one; a bool stays a bool."""
+        form = self.extra.get("format")
+        if form is None or isinstance(value, bool):
+            return value
+        return str(form).format(value)
 
     @property
     def applied_by_workload(self) -> bool:

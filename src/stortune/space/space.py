@@ -109,7 +109,7 @@ class Space:
         application's), keyed by each parameter's ``option`` (the name the workload knows it
         by), else its name; a parameter with a ``format`` (``"{}MB"``) gives its value so."""
         return {
-            str(p.extra.get("option", p.name)): _formatted(p, config[p.name])
+            str(p.extra.get("option", p.name)): p.formatted(config[p.name])
             for p in self.parameters
             if p.applied_by_workload and p.name in config
         }
@@ -367,8 +367,3 @@ def _condition_order(parameters: list[Parameter], where: str) -> list[Parameter]
             cycle = ", ".join(p.name for p in pending)
             raise SpaceError(f"{where}: conditions form a cycle among {cycle}")
     return ordered
-
-
-def _formatted(p: Parameter, value: Any) -> Any:
-    form = p.extra.get("format")
-    return str(form).format(value) if form is not None and not isinstance(value, bool) else value

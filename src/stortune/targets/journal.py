@@ -1,11 +1,11 @@
 """A journal of what a target created or changed, so that all of it can be undone.
 
-Every image, loop device, mount, cgroup, benchmark server and sysfs/sysctl change is written
-(and fsync'd) to a journal file in the state directory *before* it is made. Undoing the entries
-in reverse order is the target's teardown; undoing only the settings is its clean-up after a
-failed apply; and a journal whose owner died (its flock is free) is undone by the next target
-that starts, so that a SIGKILL or power cut never leaves vm.dirty_ratio, a loop device or a
-database server behind.
+Every image, loop device, mount, cgroup and sysfs/sysctl change is written (and fsync'd) to a
+journal file in the state directory *before* it is made (a benchmark's server as soon as it is
+started: its pid names it). Undoing the entries in reverse order is the target's teardown;
+undoing only the settings is its clean-up after a failed apply; and a journal whose owner died
+(its flock is free) is undone by the next target that starts, so that a SIGKILL or power cut
+never leaves vm.dirty_ratio, a loop device or a database server behind.
 
 A machine lock in the same directory lets one target at a time change machine-wide settings and
 measure (MEASURING.md: anything else doing I/O spoils a run).

@@ -307,8 +307,8 @@ class LocalFsTarget(Target):
             return 2
         level = 1 if plan.mount != self._mounted_with else 0
         for name, value in values.items():
-            if self._applied.get(name, object()) != value:
-                p = space[name]
+            p = space[name]
+            if self._applied.get(name, object()) != value and not p.applied_by_workload:
                 level = max(level, _RANK[p.cost], _LAYER_RANK.get(p.layer, 0))
         return level
 

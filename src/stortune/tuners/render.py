@@ -136,28 +136,32 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
 
 
 def application_files(config: Config, space: Space) -> list[InstallFile]:
-    """The application options `config` changes, where each application reads them."""
+    """The application options `config` changes, where each application reads them. RocksDB's
+    are written whole: db_bench's defaults are not the library's (the block cache, and the
+    space's synced WAL, which the library leaves off), so a value at the space's default still
+    needs setting."""
     parent = space.root
     values = space.full_config(config)
-    changed: dict[Application, list[Parameter]] = {}
+    chosen: dict[Application, list[Parameter]] = {}
     for p in parent.parameters:
-        if p.application is not None and p.name in values and values[p.name] != p.default:
-            changed.setdefault(p.application, []).append(p)
+        if p.application is None or p.name not in values:
+            continue
+        if p.application is Application.ROCKSDB or values[p.name] != p.default:
+            chosen.setdefault(p.application, []).append(p)
     files = []
-    if Application.POSTGRES in changed:
-        files.append(_postgresql_conf(changed[Application.POSTGRES], values))
-    if Application.ROCKSDB in changed:
-        files += _rocksdb(changed[Application.ROCKSDB], values)
+    if Application.POSTGRES in chosen:
+        files.append(_postgresql_conf(chosen[Application.POSTGRES], values))
+    if Application.ROCKSDB in chosen:
+        files += _rocksdb(chosen[Application.ROCKSDB], values)
     return files
 
 
 def _option(p: Parameter, value: Any) -> tuple[str, str]:
     """The option's name and its value as the application reads it (`format` applied)."""
     name = str(p.extra.get("option", p.name))
-    form = p.extra.get("format")
     if isinstance(value, bool):
         return name, "true" if value else "false"
-    return name, str(form).format(value) if form is not None else str(value)
+    return name, str(p.formatted(value))
 
 
 def _postgresql_conf(params: list[Parameter], values: Config) -> InstallFile:
@@ -207,6 +211,8 @@ def _rocksdb(params: list[Parameter], values: Config) -> list[InstallFile]:
         name, text = _option(p, values[p.name])
         flags.append(f"--{name}={NAMED_VALUES.get(name, {}).get(text, text)}")
         section = _ROCKSDB_SECTION.get(name, 'CFOptions "default"')
+        if name == "bloom_bits" and int(values[p.name]) < 0:
+            continue  # no filter: RocksDB's own default, nothing to set
         if name == "bloom_bits":
             text = f"bloomfilter:{text}:false"
         elif name == "compaction_style":
@@ -220,7 +226,8 @@ def _rocksdb(params: list[Parameter], values: Config) -> list[InstallFile]:
             InstallFile(
                 "OPTIONS.ini",
                 "merge into the database's RocksDB OPTIONS file (rocksdb::LoadOptionsFromFile), "
-                "or set the same fields in the code that opens it",
+                "or set the same fields in the code that opens it; every measured value is "
+                "here, as db_bench's defaults are not the library's",
                 ini,
             )
         )

@@ -150,6 +150,12 @@ def clean_space(
     result = CleanResult(space.name, platform.release())
     on_attempt = on_attempt or (lambda _a: None)
     default = space.default_config()
+    applications = {p.application for p in space.root.parameters if p.application is not None}
+    if applications:
+        from stortune.workloads import check_installed
+
+        for application in sorted(applications):
+            check_installed(application)  # a missing program is not the values' fault
     with target:
         for p, value, tried in plan_attempts(space):
             if not tried:

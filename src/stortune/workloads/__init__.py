@@ -5,11 +5,13 @@ what the target provides."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from stortune.errors import ConfigError
+from stortune.errors import ConfigError, TargetError
 from stortune.space import Application
+from stortune.workloads import postgres, rocksdb
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 from stortune.workloads.fio import (
     ALIASES,
@@ -18,6 +20,7 @@ from stortune.workloads.fio import (
     FioWorkload,
     parse_fio_output,
 )
+from stortune.workloads.launcher import User
 from stortune.workloads.postgres import Mode, PgbenchWorkload
 from stortune.workloads.rados import PRESETS, RadosWorkload
 from stortune.workloads.rocksdb import Benchmark, DbBenchWorkload
@@ -73,6 +76,16 @@ def _application(text: str, runtime: float | None) -> Workload | None:
             )
         sizes[key] = int(value)
     return APPLICATIONS[name](runtime, sizes)
+
+
+def check_installed(application: Application) -> None:
+    """TargetError, in one line, when this machine cannot run `application` at all (so a
+    space's values are not blamed for a missing program)."""
+    if application is Application.POSTGRES:
+        postgres.installation()
+        User.named(postgres.USER)
+    elif shutil.which(rocksdb.PROGRAM) is None:
+        raise TargetError(f"{rocksdb.PROGRAM} is not installed (Debian's rocksdb-tools has it)")
 
 
 def application_workload(application: Application) -> PgbenchWorkload | DbBenchWorkload:

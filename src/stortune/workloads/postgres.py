@@ -1,7 +1,8 @@
 """PostgreSQL's pgbench as a workload: a real database's I/O on the file system under test.
 
 One run copies a pgbench database into the venue's directory, starts a PostgreSQL server on it
-(as user ``postgres``, in the run's cgroup, with the run's postgresql.conf settings), drops the
+(as user ``postgres``, in the run's cgroup, with the run's postgresql.conf settings, listening
+on no TCP port but a socket in a folder only postgres and root may enter), drops the
 page cache and times ``pgbench -T RUNTIME``: the built-in TPC-B-like read-write mix (``tpcb``),
 or ``-S``, the read-only select mix (``select``). Metrics come from pgbench's per-transaction
 log: ``transactions``, latency mean and percentiles (``lat_*_ms``); ``tps`` is pgbench's own
@@ -262,9 +263,21 @@ def server_problem(log_text: str) -> str:
     return lines[-1][1][:300] if lines else "(the server logged nothing)"
 
 
+def own_folder(scratch: Path, user: User) -> Path:
+    """A folder of `user`'s, mode 0700, in a root-owned scratch folder (which the stale-folder
+    clean-up removes after a crash): the server's log and socket, pgbench's logs."""
+    scratch.chmod(0o711)  # postgres may pass through to its own folder, not list the scratch
+    folder = scratch / "pg"
+    folder.mkdir(mode=0o700)
+    user.owns(folder)
+    return folder
+
+
 class Server:
     """A PostgreSQL server on a data folder, started as user postgres in a cgroup (if any),
-    listening on 127.0.0.1 only, logging to `log`; journaled while it runs."""
+    logging to `log`; journaled while it runs. It listens on no TCP port: its socket (named by
+    a port of its own) is in the log's folder, which only postgres (and root) may enter, so
+    initdb's trust authentication lets no other local user in."""
 
     def __init__(
         self,
@@ -281,6 +294,11 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started: int | None = None
 
+    @property
+    def socket(self) -> Path:
+        """The folder of the server's socket (the log's, postgres's own)."""
+        return self.log.parent
+
     def configure(self, settings: Mapping[str, Any]) -> None:
         """Append the run's settings and the workload's own to postgresql.conf (later lines
         win over initdb's)."""
@@ -288,9 +306,9 @@ class Server:
         lines += [f"{name} = {conf_value(name, value)}" for name, value in settings.items()]
         self.port = _free_port()
         lines += [
-            "listen_addresses = '127.0.0.1'",
+            "listen_addresses = ''",
             f"port = {self.port}",
-            "unix_socket_directories = ''",
+            f"unix_socket_directories = {conf_value('unix_socket_directories', str(self.socket))}",
             "logging_collector = off",
             "log_destination = 'stderr'",
             "",
@@ -368,7 +386,7 @@ class Server:
 
     def client_argv(self, program: str, *args: str) -> list[str]:
         """A client program's argv (psql, pgbench), run as postgres in the server's cgroup."""
-        command = [self.pg.tool(program), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER]
+        command = [self.pg.tool(program), "-h", str(self.socket), "-p", str(self.port), "-U", USER]
         return launch_argv([*command, *args], procs_file(self.cgroup), self.user)
 
     def query(self, *statements: str, timeout: float = 60.0) -> str:
@@ -510,8 +528,8 @@ def _build(pg: Postgres, scale: int, data: Path, user: User, journal: Tracker | 
     """initdb into `data` (an empty folder of `user`), then pgbench's tables at `scale`, then a
     clean shutdown; postgresql.conf as initdb wrote it."""
     bound = build_seconds(scale)
-    with scratch_folder(ScratchKind.PGBENCH) as tmp:
-        user.owns(tmp)
+    with scratch_folder(ScratchKind.PGBENCH) as scratch:
+        tmp = own_folder(scratch, user)
         init = [pg.tool("initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8",
                 "--locale=C", "--no-sync", "--no-instructions"]  # fmt: skip
         done = run_group(launch_argv(init, "", user), tmp, bound)
@@ -595,7 +613,7 @@ class PgbenchWorkload(Workload):
         runtime: float = DEFAULT_RUNTIME,
         scale: int = DEFAULT_SCALE,
         clients: int = DEFAULT_CLIENTS,
-        jobs: int = DEFAULT_JOBS,
+        jobs: int | None = None,
         settings: Mapping[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
@@ -615,7 +633,8 @@ class PgbenchWorkload(Workload):
         self.runtime = float(runtime)
         self.scale = _whole("scale", scale, 1, 100_000)
         self.clients = _whole("clients", clients, 1, 1000)
-        self.jobs = _whole("jobs", jobs, 1, self.clients)
+        # pgbench's threads: at most one per client (default 2, fewer for one client)
+        self.jobs = _whole("jobs", jobs or min(DEFAULT_JOBS, self.clients), 1, self.clients)
         self.settings = check_settings(settings)
         self.name = name or ("pgbench" if self.mode is Mode.TPCB else "pgbench-select")
 
@@ -639,7 +658,7 @@ class PgbenchWorkload(Workload):
             runtime=spec.get("runtime", DEFAULT_RUNTIME),
             scale=spec.get("scale", DEFAULT_SCALE),
             clients=spec.get("clients", DEFAULT_CLIENTS),
-            jobs=spec.get("jobs", DEFAULT_JOBS),
+            jobs=spec.get("jobs"),
             settings=spec.get("settings"),
             name=spec.get("name"),
         )
@@ -709,11 +728,11 @@ class PgbenchWorkload(Workload):
             source = template(pg, self.scale, venue.journal)
         except (TargetError, OSError) as exc:
             return Measurement.failed(f"{self.name}: {_one_line(exc)}", **info)
-        with scratch_folder(ScratchKind.PGBENCH) as tmp:
+        with scratch_folder(ScratchKind.PGBENCH) as scratch:
             server: Server | None = None
             try:
                 user = User.named(USER)
-                user.owns(tmp)
+                tmp = own_folder(scratch, user)
                 started = time.monotonic()
                 copy_cluster(source, data, user)
                 info["copy_seconds"] = time.monotonic() - started
@@ -799,7 +818,8 @@ class PgbenchWorkload(Workload):
         _reachable(Path(venue.directory), user)
         source = template(pg, 0, venue.journal)
         data = Path(venue.directory) / "pgprobe"
-        with scratch_folder(ScratchKind.PGBENCH) as tmp:
+        with scratch_folder(ScratchKind.PGBENCH) as scratch:
+            tmp = own_folder(scratch, user)
             server = Server(pg, data, tmp / "server.log", venue.cgroup, venue.journal)
             try:
                 copy_cluster(source, data, user)

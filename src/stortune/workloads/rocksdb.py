@@ -36,8 +36,9 @@ db_bench's histograms (``--histogram``, microseconds, merged as RocksDB interpol
 the same per operation type as ``read.*`` and ``write.*`` (db_bench 7.8.3 prints reads and writes
 of ``readrandomwriterandom`` as separate histograms), with each type's ``ops_per_s``; a few of
 RocksDB's statistics as ``db.*`` (stalls, flush and compaction bytes, WAL syncs, block cache hit
-ratio); ``workload.read_mb``/``workload.write_mb`` (the keys' and values' bytes read and written,
-for the target's device accounting); and the target's ``sys.*``/``device.*``.
+ratio); ``workload.read_mb``/``workload.write_mb`` (what db_bench read and wrote through system
+calls, `ProcessIoSampler`: for the target's device accounting, a share under 0.5 says the page
+cache served the run); and the target's ``sys.*``/``device.*``.
 """
 
 from __future__ import annotations
@@ -674,9 +675,6 @@ def parse_db_bench(text: str, benchmark: str) -> tuple[dict[str, float], dict[st
     hits, misses = tickers.get("rocksdb.block.cache.hit"), tickers.get("rocksdb.block.cache.miss")
     if hits is not None and misses is not None and hits + misses > 0:
         metrics["db.block_cache_hit_ratio"] = hits / (hits + misses)
-    for name, statistic in (("read", "rocksdb.bytes.read"), ("write", "rocksdb.bytes.written")):
-        if statistic in tickers:
-            metrics[f"workload.{name}_mb"] = tickers[statistic] / _MIB
     info: dict[str, Any] = {}
     found = _FOUND.search(line.rest)  # one thread's count: a share says what they all do
     if found and int(found.group(2)) > 0:
