@@ -55,3 +55,31 @@ def stop_process(pid: int, started: int | None, signals: tuple[int, ...], wait: 
                 return True
             time.sleep(0.05)
     return not pid_alive(pid)
+
+
+def descendants(root: int) -> set[int]:
+    """The processes below `root` (children, theirs, ...), from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int(entry.joinpath("stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    out: set[int] = set()
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in out:
+                out.add(child)
+                pending.append(child)
+    return out
+
+
+def io_counters(pid: int) -> dict[str, int]:
+    """A process's /proc/PID/io counters (rchar, wchar, read_bytes, write_bytes, ...);
+    OSError or ValueError when it ended or the file is unreadable."""
+    text = Path(f"/proc/{pid}/io").read_text()
+    return {key: int(value) for key, value in (line.split(": ", 1) for line in text.splitlines())}

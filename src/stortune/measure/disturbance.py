@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stortune.processes import descendants, io_counters
+
 BENCHMARKS = frozenset(
     {
         "fio",
@@ -59,7 +61,7 @@ class Limits:
 
 
 def probe() -> Probe:
-    ours = _descendants(os.getpid()) | {os.getpid()}
+    ours = descendants(os.getpid()) | {os.getpid()}
     return Probe(
         time.monotonic(), _user_ticks(), _own_ticks(ours), tuple(other_benchmarks(ours)),
         _io_of(ours),
@@ -85,7 +87,7 @@ def judge(before: Probe, after: Probe, limits: Limits) -> str | None:
 
 def other_benchmarks(ours: set[int] | None = None) -> list[str]:
     """Benchmark processes that are neither this process nor one of its descendants."""
-    ours = ours if ours is not None else _descendants(os.getpid()) | {os.getpid()}
+    ours = ours if ours is not None else descendants(os.getpid()) | {os.getpid()}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in ours:
@@ -109,30 +111,10 @@ def _io_of(ours: set[int]) -> dict[int, int]:
         try:
             if not (entry / "cmdline").read_bytes():
                 continue
-            fields = dict(line.split(": ", 1) for line in (entry / "io").read_text().splitlines())
+            fields = io_counters(int(entry.name))
         except (OSError, ValueError):
             continue
         out[int(entry.name)] = int(fields.get("read_bytes", 0)) + int(fields.get("write_bytes", 0))
-    return out
-
-
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out: set[int] = set()
-    pending = [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            if child not in out:
-                out.add(child)
-                pending.append(child)
     return out
 
 

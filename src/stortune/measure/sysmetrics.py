@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from stortune.processes import descendants, io_counters
+
 _MB = 1024 * 1024
 _SECTOR = 512
 
@@ -301,37 +303,16 @@ class ProcessIoSampler:
             try:
                 if Path(f"/proc/{pid}/comm").read_text().strip() != self.program:
                     continue
-                fields = dict(
-                    line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines()
-                )
-                out[pid] = (int(fields["rchar"]), int(fields["wchar"]))
+                fields = io_counters(pid)
+                out[pid] = (fields["rchar"], fields["wchar"])
             except (OSError, KeyError, ValueError):
                 continue  # ended meanwhile
         return out
 
-    def _pids(self) -> list[int]:
+    def _pids(self) -> list[int] | set[int]:
         if self.cgroup is not None:
             try:
                 return [int(p) for p in (self.cgroup / "cgroup.procs").read_text().split()]
             except (OSError, ValueError):
                 return []
         return descendants(os.getpid())
-
-
-def descendants(root: int) -> list[int]:
-    """The processes below `root` (children, theirs, ...), from /proc's parent links."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    out, pending = [], [root]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            out.append(child)
-            pending.append(child)
-    return out
