@@ -35,6 +35,21 @@ def test_moot_suffixes_give_metrics_and_directions(tmp_path: Path) -> None:
     assert ds.direction("Lat") == "min" and ds.direction("Thr") == "max"
 
 
+def test_stortune_exports_know_their_metrics_directions(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "run.trial,fs,metric.total.bw_mbs_rel,metric.dblog.write.iops,metric.read.lat_p99_ms,"
+        "metric.sys.cached_mb\n0,ext4,1.0,100,2.0,30\n1,xfs,1.1,90,2.5,31\n"
+    )
+    data = load_dataset(path)
+    assert data.directions == {
+        "total.bw_mbs_rel": "max",
+        "dblog.write.iops": "max",
+        "read.lat_p99_ms": "min",
+    }  # a metric it cannot vouch for (cached_mb) stays unsaid
+    assert data.params == ["fs"]
+
+
 def test_named_metrics_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "p.csv"
     pd.DataFrame({"a": [1, 2], "b": [3, 4], "y": [5.0, 6.0]}).to_csv(path, index=False)

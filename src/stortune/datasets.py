@@ -5,7 +5,9 @@ whether it came from the store (`stortune export`) or from a file measured elsew
 roles are recognised by these conventions, in this order:
 
 * stortune's own export: metric columns are named ``metric.<name>``, bookkeeping columns
-  ``run.<name>`` (trial, repetition, status, times); every other column is a parameter.
+  ``run.<name>`` (trial, repetition, status, times); every other column is a parameter. The
+  direction of the metrics stortune measures is known by their names (throughput and rates
+  higher, latencies lower).
 * the moot/PromiseTune convention: a trailing ``+`` (maximise) or ``-`` (minimise) marks a
   metric and its direction.
 * Weka ARFF files (BestConfig's samples): the last attribute is the metric, to be maximised.
@@ -31,6 +33,9 @@ RUN_PREFIX = "run."
 # The level a categorical parameter takes where it does not apply (a condition switched it off,
 # e.g. ext4's journal mode on xfs): an empty cell would break sorting, encoding and models.
 INACTIVE = "n/a"
+# what stortune's own workloads measure, by the last part of a metric's name
+_HIGHER_IS_BETTER = frozenset({"bw_mbs", "iops", "tps", "ops_per_s"})
+_LOWER_IS_BETTER_PREFIX = "lat_"
 
 
 @dataclass
@@ -87,6 +92,17 @@ class Dataset:
         directions = dict(self.directions)
         directions[metric] = direction
         return Dataset(self.frame, self.params, self.metrics, directions, self.source)
+
+
+def known_direction(metric: str) -> str | None:
+    """'max' or 'min' for a metric stortune's workloads measure (``dblog.write.iops``,
+    ``total.bw_mbs_rel``, ``lat_p99_ms``), None for a name it cannot vouch for."""
+    unit = metric.removesuffix("_rel").rsplit(".", 1)[-1]
+    if unit in _HIGHER_IS_BETTER:
+        return "max"
+    if unit.startswith(_LOWER_IS_BETTER_PREFIX):
+        return "min"
+    return None
 
 
 def design_matrix(
@@ -158,6 +174,10 @@ def from_frame(frame: pd.DataFrame, metrics: list[str] | None = None, source: st
         metric_cols = list(metrics)
     elif any(c.startswith(METRIC_PREFIX) for c in frame.columns):
         metric_cols = [c for c in frame.columns if c.startswith(METRIC_PREFIX)]
+        for c in metric_cols:
+            direction = known_direction(c[len(METRIC_PREFIX) :])
+            if direction:
+                directions[c[len(METRIC_PREFIX) :]] = direction
     elif any(c.endswith(("+", "-")) for c in frame.columns):
         metric_cols = []
         renames = {}
