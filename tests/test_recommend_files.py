@@ -47,11 +47,13 @@ def installed(tmp_path: Path) -> Path:
 def test_the_fstab_line_reads_back_with_findmnt(installed: Path) -> None:
     fstab = installed / "etc" / "fstab"
     parsed = subprocess.run(
-        ["findmnt", "--fstab", "--tab-file", str(fstab), "-J"],
+        ["findmnt", "--fstab", "--tab-file", str(fstab), "-J",
+         "-o", "SOURCE,TARGET,FSTYPE,OPTIONS,PASSNO"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     [entry] = json.loads(parsed.stdout)["filesystems"]
     assert entry["fstype"] == "xfs" and entry["options"] == "noatime"
+    assert entry["passno"] == 0  # fsck.xfs does nothing: no boot-time check
     assert entry["source"].startswith("UUID=") and entry["target"].startswith("/")
 
 
@@ -112,7 +114,7 @@ def test_only_the_values_away_from_the_defaults_appear(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     files = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
     assert [f for f in files if "." in f or f.endswith("fstab")] == ["etc/fstab"]
-    assert "ext4  noatime  0  2" in (tmp_path / "out" / "etc" / "fstab").read_text()
+    assert "ext4  noatime  0  2" in (tmp_path / "out" / "etc" / "fstab").read_text()  # fsck'd
     assert "mkfs" not in done.stdout and "sysctl" not in done.stdout.split("==>", 1)[-1]
     assert "MEASURE MORE: not re-measured" in done.stdout  # one run each: measure first
 

@@ -22,6 +22,7 @@ from stortune.space import Application, Config, Cost, Parameter, Space
 
 UUID_PLACEHOLDER = "UUID=YOUR-FILESYSTEM-UUID"
 MOUNT_POINT = "/srv/data"
+NO_BOOT_FSCK = ("xfs", "btrfs")  # fstab pass 0: fsck.xfs does nothing, btrfs has no fsck
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,13 @@ def render_files(files: list[InstallFile], header: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def fsck_pass(fs: str) -> int:
+    """The fstab's last field: 2 (checked at boot, after the root) for ext4; 0 where a boot-time
+    fsck does nothing (xfs's fsck.xfs is a no-op, repair is xfs_repair by hand) or there is
+    none (btrfs)."""
+    return 0 if fs in NO_BOOT_FSCK else 2
+
+
 def _localfs(config: Config, space: Space) -> list[InstallFile]:
     from stortune.targets.localfs import LocalFsTarget
 
@@ -100,7 +108,8 @@ def _localfs(config: Config, space: Space) -> list[InstallFile]:
                 "etc/fstab",
                 "add this line to /etc/fstab; UUID= comes from "
                 f"`blkid -s UUID -o value /dev/DEVICE`, {MOUNT_POINT} is your mount point",
-                f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {plan.mount or 'defaults'}  0  2\n",
+                f"{UUID_PLACEHOLDER}  {MOUNT_POINT}  {plan.fs}  {plan.mount or 'defaults'}  0  "
+                f"{fsck_pass(plan.fs)}\n",
             )
         )
     if plan.vm:
