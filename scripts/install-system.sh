@@ -7,6 +7,7 @@ packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target
 packages+=(ceph-mds ceph-fuse attr prometheus-node-exporter)  # the cephfs target (attr: getfattr)
 packages+=(libfuse2)  # the simulated disk of `stortune.profile.simdisk` (fusepy loads it)
 packages+=(chromium)  # the report's browser test
+packages+=(udev)  # udevadm verify: the udev rule `stortune recommend` writes
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
