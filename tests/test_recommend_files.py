@@ -1,7 +1,7 @@
 """`stortune recommend` writes files a person installs as written, and says what to do: the
 system's own parsers read them back (findmnt, sysctl, systemd-tmpfiles on a scratch root,
 mkfs on a scratch image, udevadm where present), only values away from the defaults appear,
-and the verdict follows the verified gain."""
+and the verdict follows the verified gain: an open one writes no files unless asked."""
 
 from __future__ import annotations
 
@@ -35,11 +35,17 @@ CHANGES = {
 }
 
 
+def install(db: Path, out: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    """`recommend --out-dir` on campaign fs, stored unverified: its verdict is MEASURE MORE, so
+    the files are written only with --force."""
+    return stortune("recommend", "fs", "--store", str(db), "--out-dir", str(out), *more)
+
+
 @pytest.fixture
 def installed(tmp_path: Path) -> Path:
     db = tmp_path / "r.db"
     stored(db, CHANGES)
-    done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
+    done = install(db, tmp_path / "out", "--force")
     assert done.returncode == 0, done.stderr
     return tmp_path / "out"
 
@@ -127,13 +133,34 @@ def test_mkfs_has_no_benchmark_flags_and_makes_the_file_system(
 def test_only_the_values_away_from_the_defaults_appear(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     stored(db, {"atime": "noatime"})
-    done = stortune("recommend", "fs", "--store", str(db), "--out-dir", str(tmp_path / "out"))
+    done = install(db, tmp_path / "out", "--force")
     assert done.returncode == 0, done.stderr
     files = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
     assert [f for f in files if "." in f or f.endswith("fstab")] == ["etc/fstab"]
     assert "ext4  noatime  0  2" in (tmp_path / "out" / "etc" / "fstab").read_text()  # fsck'd
     assert "mkfs" not in done.stdout and "sysctl" not in done.stdout.split("==>", 1)[-1]
     assert "MEASURE MORE: not re-measured" in done.stdout  # one run each: measure first
+
+
+def test_an_open_verdict_writes_no_files_unless_forced(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    stored(db, {"fs": "btrfs", "atime": "noatime"})
+    out = tmp_path / "out"
+    refused = install(db, out)
+    assert refused.returncode == 0, refused.stderr
+    assert "MEASURE MORE: not re-measured" in refused.stdout  # the recommendation is shown
+    said = "not written: the verdict is MEASURE MORE; --force writes them anyway"
+    assert said in refused.stdout.splitlines()
+    assert not out.exists() or not any(out.iterdir())
+    as_json = install(db, out, "--json")
+    assert json.loads(as_json.stdout)["advice"] == "measure more"  # stdout is the JSON alone
+    assert said in as_json.stderr
+    assert not out.exists() or not any(out.iterdir())
+    forced = install(db, out, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "wrote 2 file(s) to install and a README" in forced.stdout
+    assert (out / "etc" / "fstab").read_text().endswith("  btrfs  noatime  0  0\n")  # no fsck
+    assert (out / "mkfs.sh").is_file() and (out / "README").is_file()
 
 
 SPACE = "name: one\nparameters:\n  x: {type: int, low: 0, high: 9, default: 1}\n"

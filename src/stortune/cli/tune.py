@@ -17,6 +17,7 @@ from stortune.cli.common import (
     StoreOption,
     campaign_objective,
     console,
+    err_console,
     print_json,
 )
 from stortune.cli.progress import ConsoleReporter
@@ -339,6 +340,12 @@ def register(app: typer.Typer) -> None:
             "(etc/fstab, etc/sysctl.d/..., etc/tmpfiles.d/..., etc/udev/rules.d/..., mkfs.sh, "
             "ceph.conf), with a README saying how.",
         ),
+        force: bool = typer.Option(
+            False,
+            "--force",
+            help="With --out-dir: write the files even when the verdict is open (MEASURE MORE, "
+            "UNDECIDED), which leaves them out.",
+        ),
         store: str = StoreOption,
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -348,13 +355,14 @@ def register(app: typer.Typer) -> None:
         the benchmark's own flags, an /etc/fstab line, an /etc/sysctl.d file, an
         /etc/tmpfiles.d file and a udev rule for the block queue; ceph.conf sections for Ceph;
         name = value lines otherwise. /dev/DEVICE stands for your device, DISK for its disk's
-        name under /sys/block.
+        name under /sys/block. An open verdict writes no files to install unless --force.
 
         Example: stortune recommend my-campaign --out-dir recommended/
         """
         with Store(store, existing=True) as db:
             found = recommend(db, campaign)
-        if out_dir is not None:
+        installs = found.decided or force
+        if out_dir is not None and installs:
             write_install_files(out_dir, found)
         if json_out:
             print_json(found.to_dict())
@@ -365,10 +373,17 @@ def register(app: typer.Typer) -> None:
                 out.write_text(found.text)
             if not json_out:
                 console.print(f"wrote {out}", highlight=False)
-        if out_dir is not None and not json_out:
+        if out_dir is not None and not installs:  # under --json on stderr: stdout is the JSON
+            (err_console if json_out else console).print(
+                f"not written: the verdict is {found.advice.upper()}; --force writes them anyway",
+                highlight=False,
+                soft_wrap=True,
+            )
+        elif out_dir is not None and not json_out:
             console.print(
                 f"wrote {len(found.files)} file(s) to install and a README to {out_dir}",
                 highlight=False,
+                soft_wrap=True,
             )
 
 
