@@ -34,6 +34,12 @@ class Recommendation:
     files: list[InstallFile] = field(default_factory=list)
     verification: Verification | None = None
 
+    @property
+    def decided(self) -> bool:
+        """Whether the verdict says what to do: an open one (measure more, undecided) rests on
+        noise, so its config is no file to install."""
+        return self.advice not in (Advice.MEASURE_MORE, Advice.UNDECIDED)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "campaign": self.campaign,
