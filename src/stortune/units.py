@@ -1,7 +1,9 @@
-"""Sizes as people write them (``256m``, ``4g``) and as tables show them (``8K``, ``4M``)."""
+"""Sizes as people write them (``256m``, ``4g``) and as tables show them (``8K``, ``4M``); measured
+values as text shows them (`number`)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from stortune.errors import ConfigError
@@ -48,3 +50,12 @@ def human_size(size: int) -> str:
     if size % KIB == 0:
         return f"{size // KIB}K"
     return str(size)
+
+
+def number(value: float) -> str:
+    """A measured value as people read it: 3 significant digits, whole numbers from 100 up
+    (131, 61.6, 1.5, 0.0123), a dash when not finite. Every text a person reads (progress,
+    summaries, tables, the report) uses this one; --json keeps full precision."""
+    if not math.isfinite(value):
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"

@@ -23,6 +23,7 @@ from stortune.outputs import writing
 from stortune.sources import campaign_frame
 from stortune.space import load_space, space_from_dataset
 from stortune.store import Campaign, Store, Trial
+from stortune.units import number
 
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
 
@@ -69,7 +70,7 @@ def _trials_table(c: Campaign, trials: list[Trial]) -> tuple[str, Table]:
     for t in trials:
         rsds = [w.get("rsd") for w in (t.summary or {}).values() if isinstance(w, dict)]
         rsd = f"{max(rsds):.1%}" if rsds and all(r is not None for r in rsds) else ""
-        value = f"{t.value:.4g}" if t.value is not None else (t.error or "")[:60]
+        value = number(t.value) if t.value is not None else (t.error or "")[:60]
         table.add_row(str(t.seq), t.status, value, rsd, str(len(t.runs)), str(t.config))
     return heading, table
 

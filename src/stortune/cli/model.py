@@ -26,6 +26,7 @@ from stortune.cli.common import (
 )
 from stortune.errors import ConfigError, DatasetError, StortuneError
 from stortune.outputs import writing
+from stortune.units import number
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -379,7 +380,7 @@ def predict_command(
         )
         return
     console.print(
-        f"predicted {surrogate.metric}: [bold]{prediction:.6g}[/] ({surrogate.technique})",
+        f"predicted {surrogate.metric}: [bold]{number(prediction)}[/] ({surrogate.technique})",
         highlight=False,
     )
 
@@ -457,11 +458,11 @@ def _predict_file(surrogate: SurrogateModel, source: Path, out: Path | None, as_
     for name in text_params:
         inputs[name] = with_inactive_level(inputs[name])  # empty cells as the training saw them
     rows = []
-    for number, row in enumerate(inputs.to_dict(orient="records"), start=1):
+    for line, row in enumerate(inputs.to_dict(orient="records"), start=1):
         try:
             rows.append(surrogate.coerce(row))
         except ConfigError as exc:
-            raise ConfigError(f"{source}, row {number}: {exc}") from None
+            raise ConfigError(f"{source}, row {line}: {exc}") from None
     column = f"predicted_{surrogate.metric}"
     result = frame.copy()
     result[column] = surrogate.predict(pd.DataFrame(rows, columns=surrogate.params))

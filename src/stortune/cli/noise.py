@@ -21,6 +21,7 @@ from stortune.measure.sweeping import sweep_time_estimate
 from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store
+from stortune.units import number
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.sweep import noise_study
 
@@ -104,7 +105,7 @@ def register(app: typer.Typer) -> None:
             print_json({**report.to_dict(), "plots": [str(p) for p in paths]})
             return
         console.print(
-            f"{report.runs} runs of {report.metric}: mean {report.mean:.4g}, raw RSD "
+            f"{report.runs} runs of {report.metric}: mean {number(report.mean)}, raw RSD "
             f"{report.raw_rsd:.1%}, relative to the reference {report.normalised_rsd:.1%}",
             highlight=False,
         )

@@ -10,13 +10,12 @@ relative to a reference, which are no MB/s.
 
 from __future__ import annotations
 
-import math
-
 from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.measure.reference import is_reference
 from stortune.measure.sweeping import planned_runs
 from stortune.measure.verify import Gain
 from stortune.report.context import Context
+from stortune.units import number
 
 WORDS = (
     (("bw", "mbs", "thr", "bandwidth"), "throughput"),
@@ -32,15 +31,6 @@ def metric_word(metric: str) -> str:
         if any(k in low for k in keys):
             return word
     return metric
-
-
-def number(value: float) -> str:
-    """A number as text: 3 significant digits, whole from 100 up (131, 61.6, 1.5, 0.0123)."""
-    if not math.isfinite(value):
-        return "-"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
 
 
 def ratio_text(gain: Gain) -> str:
