@@ -2,7 +2,8 @@
 # Install the Debian packages stortune drives (fio, mkfs tools). Idempotent: does nothing when
 # everything is present, so `make test` stays fast on a machine that already has them.
 set -euo pipefail
-packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev postgresql)
+packages=(fio xfsprogs btrfs-progs e2fsprogs util-linux openmpi-bin libopenmpi-dev)
+packages+=(postgresql rocksdb-tools)  # the pgbench and db_bench workloads
 packages+=(ceph-mon ceph-osd ceph-mgr ceph-common)  # the ceph target
 packages+=(ceph-mds ceph-fuse attr prometheus-node-exporter)  # the cephfs target (attr: getfattr)
 packages+=(libfuse2)  # the simulated disk of `stortune.profile.simdisk` (fusepy loads it)
