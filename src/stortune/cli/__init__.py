@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from stortune.cli.common import err_console, fail
+from stortune.cli.common import err_console, fail, widen_piped_help
 from stortune.errors import StortuneError
 
 COMMAND_MODULES = [
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     from stortune.errors import Interrupted
 
     _matplotlib_cache_without_home()
+    widen_piped_help()
     args = sys.argv[1:] if argv is None else argv
     try:
         code = build_app(modules_for(args))(args=args, prog_name="stortune", standalone_mode=False)

@@ -4,21 +4,55 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
 from rich.console import Console
 
 from stortune.errors import StortuneError
+from stortune.units import number
 
 if TYPE_CHECKING:
     from stortune.measure.objective import Objective
+    from stortune.measure.runner import Outcome
     from stortune.targets.base import Target
     from stortune.workloads.base import Workload
 
-console = Console()
+PIPE_WIDTH = 10_000  # columns of output that is no terminal: no table is cut to fit
+HELP_WIDTH = 120  # the fewest columns of --help that is no terminal (its panels fill the width)
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def output_width(stream: TextIO | None, least: int = PIPE_WIDTH) -> int | None:
+    """Columns for output to `stream`: None (the terminal's own) on a terminal or when COLUMNS
+    says, else `least`. A pipe or a file is not 80 columns wide: a table cut to 80 there turns
+    `applog2` and `applog2-verify` both into `applo…`."""
+    if _is_terminal(stream) or os.environ.get("COLUMNS", "").isdigit():
+        return None
+    return least
+
+
+def widen_piped_help() -> None:
+    """typer's --help, printed to no terminal, at least HELP_WIDTH wide (the terminal's width
+    when one is there): at 80 columns `run --help` leaves 20 for its descriptions. TERMINAL_WIDTH
+    or COLUMNS, when given, decide instead."""
+    from typer import rich_utils
+
+    width = output_width(sys.stdout, HELP_WIDTH)
+    if width is not None and rich_utils.MAX_WIDTH is None:
+        rich_utils.MAX_WIDTH = max(width, Console().width)
+
+
+console = Console(width=output_width(sys.stdout))
 err_console = Console(stderr=True)
 
 DEFAULT_STORE = "stortune.db"
@@ -114,3 +148,48 @@ def campaign_objective(
     for note in [] if json_out else notes:
         console.print(note, highlight=False, markup=False, soft_wrap=True)
     return objective
+
+
+MEASURES_BEST = ("tune", "sample", "sweep")  # campaign kinds whose outcome is a best config
+
+
+class NothingAchieved(StortuneError):
+    """A campaign ended without a single successful evaluation."""
+
+    exit_code = 1
+
+
+def best_text(outcome: Outcome, metric: str) -> str:
+    """The best value found and where, or in words that there is none: a campaign where no run
+    succeeded has nothing to recommend, and `stortune show` says why each failed."""
+    if outcome.best_value is None or outcome.best_config is None:
+        return f"no run succeeded: nothing to recommend; see `stortune show {outcome.campaign}`"
+    return f"best {metric} = {number(outcome.best_value)} at {outcome.best_config}"
+
+
+def told_last(outcome: Outcome) -> tuple[list[str], list[str]]:
+    """The outcome's notes, and apart the ones to tell last: how to continue a campaign that
+    stopped on a busy machine."""
+    from stortune.measure.runner import BUSY_STOP
+
+    last = [n for n in outcome.notes if n.startswith(BUSY_STOP)]
+    return [n for n in outcome.notes if n not in last], last
+
+
+def check_achieved(outcome: Outcome) -> None:
+    """NothingAchieved, saying why, when a campaign that measures configs has no successful
+    evaluation: a command that achieved nothing exits non-zero."""
+    if outcome.achieved or outcome.kind not in MEASURES_BEST:
+        return
+    notes, last = told_last(outcome)
+    why = [
+        *notes,
+        f"{outcome.runs_failed} run(s) failed, {outcome.runs_disturbed} disturbed",
+    ]
+    if outcome.last_error:
+        why.append(f"last error: {outcome.last_error}")
+    then = "".join(f"; {note}" for note in last)  # how to continue, last
+    raise NothingAchieved(
+        f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
+        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run{then}"
+    )

@@ -8,9 +8,8 @@ from pathlib import Path
 import typer
 
 from stortune.cli import checks
-from stortune.cli.common import console, print_json
+from stortune.cli.common import check_achieved, console, print_json
 from stortune.cli.progress import ConsoleReporter
-from stortune.cli.run import check_achieved
 from stortune.workflows.demo import run_demo
 from stortune.workflows.recommend import advice_line
 
@@ -87,15 +86,16 @@ def register(app: typer.Typer) -> None:
                     soft_wrap=True,
                 )
                 for check in found.guardrails:
-                    console.print(f"    guardrail {check.text()}", highlight=False)
+                    console.print(f"    guardrail {check.text()}", highlight=False, soft_wrap=True)
             console.print(
                 advice_line(verification, result.campaign), highlight=False, soft_wrap=True
             )
-            console.print(f"report: {result.report.resolve()}", highlight=False)
-            console.print(
+            console.print(f"report: {result.report.resolve()}", highlight=False, soft_wrap=True)
+            console.print(  # a command to copy: never broken across lines
                 f"store:  {result.store.resolve()}  (try: stortune show {result.campaign} "
                 f"--store {result.store})",
                 highlight=False,
+                soft_wrap=True,
             )
             sys.stdout.flush()
         check_achieved(result.tuned.outcome)

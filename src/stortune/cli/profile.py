@@ -141,7 +141,9 @@ def register(app: typer.Typer) -> None:
         for item in written:
             console.print(f"wrote {item}", highlight=False)
         console.print(
-            f"stored as campaign {campaign!r} (stortune report finds it)", highlight=False
+            f"stored as campaign {campaign!r} (stortune report finds it)",
+            highlight=False,
+            soft_wrap=True,
         )
 
     @app.command("profile-compare")

@@ -10,7 +10,6 @@ the runner's note saying how to continue.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from stortune.cli.common import console
 from stortune.enums import Direction, RunStatus
 from stortune.measure.campaigns import Measuring
 from stortune.measure.runner import Event, EventKind
+from stortune.units import number
 
 PLAIN_EVERY = 30.0  # seconds between plain progress lines when the output is no terminal
 
@@ -142,13 +142,6 @@ class PlainProgress:
             f"{self.label}: {self.done}/{planned} runs{best}, {clock_text(now - self.started)} "
             f"elapsed{waiting}"
         )
-
-
-def number(value: float) -> str:
-    """3 significant digits, whole numbers from 100 up (131, 61.6, 1.5)."""
-    if not math.isfinite(value):
-        return "-"
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def clock_text(seconds: float) -> str:

@@ -23,11 +23,11 @@ from stortune.cli.common import (
     RawOption,
     StoreOption,
     WorkloadFilterOption,
+    check_achieved,
     console,
     print_json,
 )
 from stortune.cli.progress import ConsoleReporter
-from stortune.cli.run import check_achieved
 from stortune.datasets import Dataset
 from stortune.enums import Direction
 from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, PiCorrection
@@ -39,6 +39,7 @@ from stortune.measure.runner import RunRules
 from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store
+from stortune.units import number
 from stortune.workflows.rank import sample_space
 
 if TYPE_CHECKING:
@@ -387,7 +388,7 @@ def _print_carver(result: CarverResult) -> None:
             f"{runner} {others[runner]:.3g}" if runner else "",
             step.best_values[step.param],
             str(step.best_size),
-            f"{step.best_mean:.4g}",
+            number(step.best_mean),
             _percent(step.best_rsd),
         )
     footnote = ""

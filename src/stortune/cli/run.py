@@ -10,18 +10,22 @@ import typer
 from stortune.cli import checks
 from stortune.cli import targets as target_options
 from stortune.cli.common import (
+    MEASURES_BEST,
     GuardrailOption,
     NoGuardrailsOption,
     StoreOption,
+    best_text,
     campaign_objective,
+    check_achieved,
     console,
     print_json,
+    told_last,
 )
-from stortune.cli.progress import ConsoleReporter, number
+from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.objective import Objective, parse_bounds
-from stortune.measure.runner import BUSY_STOP, Outcome, RunRules
+from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TuneSettings
 from stortune.space import load_space
 from stortune.store import Store
@@ -29,12 +33,6 @@ from stortune.tuners import tuner_names
 from stortune.workflows.recommend import advice_line
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
-
-
-class NothingAchieved(StortuneError):
-    """A campaign ended without a single successful evaluation."""
-
-    exit_code = 1
 
 
 def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
@@ -53,40 +51,13 @@ def print_outcome(outcome: Outcome, metric: str, json_out: bool) -> None:
         )
         for note in notes:
             console.print(note, highlight=False, soft_wrap=True)
-        if outcome.best_config is not None:
-            console.print(
-                f"best {metric} = {number(outcome.best_value)} at {outcome.best_config}",
-                highlight=False,
-            )
-            if outcome.kind == "tune":
-                console.print(advice_line(None, outcome.campaign), highlight=False)
+        if outcome.achieved or outcome.kind in MEASURES_BEST:
+            console.print(best_text(outcome, metric), highlight=False, soft_wrap=True)
+        if outcome.kind == "tune" and outcome.achieved:
+            console.print(advice_line(None, outcome.campaign), highlight=False, soft_wrap=True)
         for note in last if outcome.achieved else ():  # else the error line ends with it
             console.print(note, highlight=False, soft_wrap=True)
     check_achieved(outcome)
-
-
-def told_last(outcome: Outcome) -> tuple[list[str], list[str]]:
-    """The outcome's notes, and apart the ones to tell last: how to continue a campaign that
-    stopped on a busy machine."""
-    last = [n for n in outcome.notes if n.startswith(BUSY_STOP)]
-    return [n for n in outcome.notes if n not in last], last
-
-
-def check_achieved(outcome: Outcome) -> None:
-    if outcome.achieved or outcome.kind not in ("tune", "sample"):
-        return
-    notes, last = told_last(outcome)
-    why = [
-        *notes,
-        f"{outcome.runs_failed} run(s) failed, {outcome.runs_disturbed} disturbed",
-    ]
-    if outcome.last_error:
-        why.append(f"last error: {outcome.last_error}")
-    then = "".join(f"; {note}" for note in last)  # how to continue, last
-    raise NothingAchieved(
-        f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
-        f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run{then}"
-    )
 
 
 def settings_of(

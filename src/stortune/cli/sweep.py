@@ -14,6 +14,7 @@ from stortune.cli.common import (
     NoGuardrailsOption,
     StoreOption,
     campaign_objective,
+    check_achieved,
     console,
     print_json,
 )
@@ -181,12 +182,17 @@ def register(app: typer.Typer) -> None:
         }
         if json_out:
             print_json(result)
+            check_achieved(outcome)
             return
+        then = (
+            f"; export with: stortune export {outcome.campaign} -o FILE" if outcome.runs_ok else ""
+        )
         console.print(
-            f"sweep {result['campaign']!r}: {result['configs']} configs, {result['runs_ok']} runs "
-            f"ok, {result['runs_failed']} failed; export with: stortune export "
-            f"{result['campaign']} -o FILE",
+            f"sweep {outcome.campaign!r}: {len(trials)} configs, {outcome.runs_ok} runs ok, "
+            f"{outcome.runs_failed} failed{then}",
             highlight=False,
+            soft_wrap=True,
         )
         for note in outcome.notes:
-            console.print(note, highlight=False)
+            console.print(note, highlight=False, soft_wrap=True)
+        check_achieved(outcome)

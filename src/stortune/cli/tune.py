@@ -15,13 +15,15 @@ from stortune.cli.common import (
     GuardrailOption,
     NoGuardrailsOption,
     StoreOption,
+    best_text,
     campaign_objective,
+    check_achieved,
     console,
     err_console,
     print_json,
 )
 from stortune.cli.progress import ConsoleReporter
-from stortune.cli.run import check_achieved, settings_of
+from stortune.cli.run import settings_of
 from stortune.enums import RiskScope
 from stortune.errors import StortuneError
 from stortune.measure.objective import Objective, parse_bounds
@@ -30,6 +32,7 @@ from stortune.outputs import writing
 from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.tuners import DEFAULT_TUNER, tuner_names
+from stortune.units import number
 from stortune.workflows.rank import Hold, RankOptions
 from stortune.workflows.recommend import Recommendation, advice_line, recommend
 from stortune.workflows.tune import TuneJob, TuneResult, resume_tuning, start_tuning
@@ -60,12 +63,13 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         console.print(f"bounds grown: {ranges}", highlight=False)
     metric = result.objective.metric if result.objective else ""
     console.print(
-        f"campaign {outcome.campaign!r}: {outcome.evaluations} evaluations; best {metric} "
-        f"= {outcome.best_value} at {outcome.best_config}",
+        f"campaign {outcome.campaign!r}: {outcome.evaluations} evaluations; "
+        + best_text(outcome, metric),
         highlight=False,
+        soft_wrap=True,
     )
     for note in outcome.notes:
-        console.print(note, highlight=False)
+        console.print(note, highlight=False, soft_wrap=True)
     for risk in result.risks:
         console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
     if result.in_loop is not None:  # a ratio: its values are relative to a reference, no MB/s
@@ -78,7 +82,9 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         for check in found.guardrails:
             console.print(f"  guardrail {check.text()}", highlight=False)
     if outcome.best_config is not None:
-        console.print(advice_line(result.verification, outcome.campaign), highlight=False)
+        console.print(
+            advice_line(result.verification, outcome.campaign), highlight=False, soft_wrap=True
+        )
     if result.pareto and result.objective is not None and result.objective.scalarizer:
         specs = result.objective.scalarizer.objectives
         table = Table(title="Pareto front (no other trial is better on every objective)")
@@ -88,7 +94,7 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         table.add_column("config")
         for row in result.pareto:
             config = ", ".join(f"{k}={v}" for k, v in row["config"].items())
-            table.add_row(str(row["seq"]), *(f"{row[o.metric]:.4g}" for o in specs), config)
+            table.add_row(str(row["seq"]), *(number(row[o.metric]) for o in specs), config)
         console.print(table)
     check_achieved(outcome)
 
