@@ -117,15 +117,19 @@ def open_campaign(
     budget: int | None = None,
     seconds: float | None = None,
     target: Target | None = None,
+    workloads: Sequence[Workload | None] | None = None,
 ) -> Measuring:
     """A stored campaign's plan, rebuilt as it was started (a tuning budget may be raised,
-    a time budget given anew; for a verification, `budget` is its most rounds)."""
+    a time budget given anew; for a verification, `budget` is its most rounds). A new campaign
+    is opened the same way, right after `new_campaign` stored it: a start is a resume with no
+    runs. `target` and `workloads`, when given, are the objects the stored specs describe,
+    already in hand (a started cluster, a test's stand-in)."""
     campaign = store.campaign(name)
     kind = campaign.kind
     if kind in (CampaignKind.DATASET, CampaignKind.PROFILE):
         raise StortuneError(f"campaign {name!r} is a {kind}: it has nothing to measure or resume")
     space = space_of(campaign)
-    workloads = workloads_of(campaign)
+    workloads = list(workloads) if workloads is not None else workloads_of(campaign)
     with stored(name, "campaigns.target", (SpecError,)):
         target = target or make_target(campaign.target, space)
     target.recall(run for trial in store.trials(campaign.id) for run in trial.runs)  # so far

@@ -20,16 +20,13 @@ import pandas as pd
 from stortune.datasets import INACTIVE, METRIC_PREFIX, Dataset, from_frame
 from stortune.enums import CampaignKind, Direction
 from stortune.errors import StortuneError
-from stortune.measure.campaigns import Measuring, new_campaign
-from stortune.measure.log import CampaignLog
+from stortune.measure.campaigns import new_campaign, open_campaign
 from stortune.measure.objective import Objective
-from stortune.measure.runner import Outcome, RunRules, workload_name
-from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.measure.runner import Outcome, RunRules
+from stortune.measure.tuning import TuneSettings
 from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target
-from stortune.tuners import make_tuner
-from stortune.tuners.pool import pool_within
 from stortune.tuners.topk import pin, rankable, top_k, with_parents
 from stortune.workflows.reporting import Reporter, run_measuring
 from stortune.workloads.base import Workload
@@ -134,11 +131,8 @@ def sample_space(
         store, name, CampaignKind.SAMPLE, space, target, workloads, objective,
         {**settings.to_dict(), **rules.to_dict()}, tuner="lhs", seed=seed,
     )  # fmt: skip
-    log = CampaignLog(store, campaign, [workload_name(w) for w in workloads])
-    pool = pool_within(space, target.tuning_pool())
-    tuner = make_tuner("lhs", space, objective.direction, seed, configs, pool=pool)
-    plan = TunePlan(log, workloads, space, tuner, settings)
-    return run_measuring(Measuring(log, plan, target, rules), reporter, f"sampling {name}")
+    measuring = open_campaign(store, campaign.name, target=target, workloads=workloads)
+    return run_measuring(measuring, reporter, f"sampling {name}")
 
 
 def rank_space(

@@ -7,11 +7,11 @@ import time
 from collections.abc import Sequence
 
 from stortune.enums import CampaignKind
-from stortune.measure.campaigns import Measuring, new_campaign
+from stortune.measure.campaigns import Measuring, new_campaign, open_campaign
 from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective
 from stortune.measure.runner import Outcome, RunRules, workload_name
-from stortune.measure.sweeping import SweepPlan, SweepSettings, store_design
+from stortune.measure.sweeping import SweepSettings, store_design
 from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target
@@ -31,8 +31,10 @@ def new_sweep(
     rules: RunRules,
     kind: CampaignKind = CampaignKind.SWEEP,
     reference: Config | None = None,
+    seconds: float | None = None,
 ) -> Measuring:
-    """A stored design (reference first, then `configs`), ready to measure."""
+    """A stored design (reference first, then `configs`), opened as any stored campaign is;
+    `seconds`: a time limit on this sitting."""
     campaign = new_campaign(
         store, name, kind, space, target, workloads, objective,
         {**settings.to_dict(), **rules.to_dict()}, tuner="factorial", seed=settings.seed,
@@ -43,7 +45,7 @@ def new_sweep(
     except BaseException:  # a config the space refuses, Ctrl-C: a sweep without its design
         store.delete_campaign(name)
         raise
-    return Measuring(log, SweepPlan(log, workloads, settings), target, rules)
+    return open_campaign(store, campaign.name, seconds=seconds, target=target, workloads=workloads)
 
 
 def noise_study(
@@ -65,7 +67,6 @@ def noise_study(
     name = name or f"noise-{space.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     measuring = new_sweep(
         store, name, space, target, workloads, Objective(metric), [config],
-        SweepSettings(repetitions, reference_every=1), rules, CampaignKind.NOISE,
+        SweepSettings(repetitions, reference_every=1), rules, CampaignKind.NOISE, seconds=seconds,
     )  # fmt: skip
-    measuring.seconds = seconds
     return name, run_measuring(measuring, reporter or Silent(), name)

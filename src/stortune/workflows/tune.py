@@ -27,10 +27,9 @@ from stortune.enums import (
 )
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
-from stortune.measure.log import CampaignLog
 from stortune.measure.objective import Objective, pareto_front
 from stortune.measure.results import campaign_best
-from stortune.measure.runner import Outcome, RunRules, workload_name
+from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import (
     SAFE_LABEL,
@@ -45,7 +44,7 @@ from stortune.space.risk import Risk, risks_of, risky_variants, safe_space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
 from stortune.targets.base import Target
-from stortune.tuners import DEFAULT_TUNER, make_tuner
+from stortune.tuners import DEFAULT_TUNER
 from stortune.tuners.pool import pool_within
 from stortune.workflows.rank import Ranking, RankOptions, rank_space, sample_space
 from stortune.workflows.reporting import Reporter, Silent, run_measuring
@@ -139,14 +138,11 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
         store, name, job.kind, tuned_space, job.target, job.workloads, job.objective, settings,
         tuner=job.tuner, seed=job.seed,
     )  # fmt: skip
-    log = CampaignLog(store, campaign, [workload_name(w) for w in job.workloads])
-    log.confidence = tune.confidence
-    tuner = make_tuner(
-        job.tuner, tuned_space, job.objective.direction, job.seed, tune.budget, pool=pool
-    )
-    plan = TunePlan(log, job.workloads, tuned_space, tuner, tune, job.target.state_after)
-    plan.notes += notes
-    measuring = Measuring(log, plan, job.target, job.rules, tune.seconds)
+    # a start is a resume with no runs: the campaign is opened from what was just stored
+    measuring = open_campaign(store, campaign.name, target=job.target, workloads=job.workloads)
+    plan = measuring.plan
+    assert isinstance(plan, TunePlan)
+    plan.notes += notes  # the budget cut before it was stored
     result = _tune(store, measuring, plan, job.agent, reporter)
     result.ranking = ranking
     if result.outcome.best_config is not None:
