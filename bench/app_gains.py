@@ -50,11 +50,11 @@ from stack_gains import (
 )
 
 from stortune.errors import StortuneError
-from stortune.measure.objective import Objective
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
 from stortune.measure.verify import Verification, latest_verification, paired_gain, round_values
+from stortune.objective import Objective
 from stortune.space import Config, Space, load_space
 from stortune.space.risk import risky_variants
 from stortune.store import Store

@@ -53,7 +53,6 @@ from rich.console import Console
 from stortune.cli.progress import ConsoleReporter
 from stortune.enums import CampaignStatus, RunStatus
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.objective import Objective
 from stortune.measure.reference import is_reference, relative_values
 from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import SweepSettings
@@ -69,6 +68,7 @@ from stortune.models.spa_scenarios import (
     wide_space,
 )
 from stortune.models.study import SearchSettings, search
+from stortune.objective import Objective
 from stortune.space import Config, Space, load_space
 from stortune.store import Store
 from stortune.targets.localfs import LocalFsTarget

@@ -56,7 +56,6 @@ import numpy as np
 from stortune.enums import CampaignKind, CampaignStatus
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.objective import Objective
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
@@ -69,6 +68,7 @@ from stortune.measure.verify import (
     paired_gain,
     round_values,
 )
+from stortune.objective import Objective
 from stortune.space import Config, Space, load_space
 from stortune.space.risk import risks_of, safe_space
 from stortune.space.risk import risky_values as values_at_risk

@@ -58,8 +58,8 @@ def undo_killed_sessions(temp_root: Path) -> list[str]:
     """Undo what test processes killed mid-test left (mounts, loop devices, queue and vm
     settings, clusters): their state folders are temporary, so no later target would. Live
     sessions keep theirs: their journals and clusters are locked by their owners."""
-    from stortune.targets.cephcluster import recover_stale
-    from stortune.targets.journal import recover
+    from stortune.ceph import recover_stale
+    from stortune.system.journal import recover
 
     problems = []
     for folder in killed_sessions_state_dirs(temp_root):
@@ -261,9 +261,9 @@ def tune(
 ) -> Any:
     """A tuning campaign through the workflow every command uses (`workflows.tune`);
     `on_event` sees the runner's events."""
-    from stortune.measure.objective import Objective
     from stortune.measure.runner import RunRules
     from stortune.measure.tuning import TuneSettings
+    from stortune.objective import Objective
     from stortune.workflows.tune import TuneJob, start_tuning
 
     texts = [objective] if isinstance(objective, str) else list(objective)
@@ -312,9 +312,9 @@ def sweep(
     rules: Any = None,
 ) -> Any:
     """A stored sweep ready to measure (`Measuring`; `.run(on_event)` measures it)."""
-    from stortune.measure.objective import Objective
     from stortune.measure.runner import RunRules
     from stortune.measure.sweeping import SweepSettings
+    from stortune.objective import Objective
     from stortune.workflows.sweep import new_sweep
 
     return new_sweep(

@@ -33,3 +33,52 @@ def test_only_open_campaign_builds_a_measuring() -> None:
     }
     assert builders == set()
     assert len(calls_of(CAMPAIGNS, "Measuring")) == 1
+
+
+# the lower layers and what they may never import: the engine, the workflows, the command line
+# and the report sit above them
+LOWER = ("space", "system", "ceph", "workloads", "targets")
+ABOVE = ("measure", "workflows", "cli", "report")
+PACKAGE = REPO / "src" / "stortune"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every stortune module `path` imports, at the top or inside a function."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {m for m in out if m.startswith("stortune.")}
+
+
+def test_lower_layers_never_import_the_engine_above_them() -> None:
+    upward = {
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for layer in LOWER
+        for path in (PACKAGE / layer).rglob("*.py")
+        for module in imported_modules(path)
+        if module.split(".")[1] in ABOVE
+    }
+    assert upward == set()
+
+
+def test_the_system_package_talks_to_the_machine_only() -> None:
+    """system/ is the bottom: it may use errors and units, nothing that knows of spaces,
+    targets or workloads."""
+    allowed = {"system", "errors", "units"}
+    reaching = {
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in (PACKAGE / "system").rglob("*.py")
+        for module in imported_modules(path)
+        if module.split(".")[1] not in allowed
+    }
+    assert reaching == set()
+
+
+def test_the_walk_sees_an_upward_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from stortune.measure.runner import Runner\n")
+    assert "stortune.measure.runner" in imported_modules(sample)

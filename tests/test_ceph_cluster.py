@@ -26,21 +26,21 @@ import yaml
 from conftest import ensure_ceph
 from typer.testing import CliRunner
 
+from stortune.ceph.client import asok_command
+from stortune.ceph.conf import same_value
 from stortune.cephspace.metadata import probe_observed
 from stortune.cli.ceph import register
 from stortune.enums import CampaignKind
 from stortune.errors import TargetError
 from stortune.measure.campaigns import Measuring, new_campaign
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TunePlan, TuneSettings
+from stortune.objective import Objective
 from stortune.space import Space, load_space
 from stortune.store import Store
 from stortune.targets import make_target
 from stortune.targets.ceph import CephTarget
-from stortune.targets.cephcluster.client import asok_command
-from stortune.targets.cephcluster.conf import same_value
 from stortune.tuners.base import Tuner
 from stortune.workloads.rados import RadosWorkload
 

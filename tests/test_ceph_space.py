@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stortune.ceph.conf import BASELINE, format_value, same_value
 from stortune.cephspace import generate_space
 from stortune.cephspace.configs import load_config
 from stortune.cephspace.constraints import names_in
@@ -18,7 +19,6 @@ from stortune.errors import ConfigError, TargetError
 from stortune.space import Cost, Kind, load_space
 from stortune.space.risk import risks_of, risky_values, safe_space
 from stortune.targets.ceph import ceph_conf_section
-from stortune.targets.cephcluster.conf import BASELINE, format_value, same_value
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "ceph-config-help-sample.json").read_text())
 BY_NAME = {o["name"]: o for o in SAMPLE}

@@ -17,11 +17,11 @@ import yaml
 from conftest import ensure_ceph
 from typer.testing import CliRunner
 
+from stortune.ceph.local import LocalCluster
 from stortune.cli import app
 from stortune.space import Space, load_space
 from stortune.store import Store
-from stortune.targets.cephcluster.local import LocalCluster
-from stortune.targets.journal import default_state_dir
+from stortune.system.journal import default_state_dir
 
 PARAMS = ("osd_client_message_cap", "osd_recovery_sleep")  # both change at runtime
 

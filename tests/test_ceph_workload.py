@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from stortune.ceph import perf
+from stortune.ceph.health import Health
 from stortune.errors import ConfigError
-from stortune.targets.cephcluster import perf
-from stortune.targets.cephcluster.health import Health
 from stortune.workloads import make_workload
 from stortune.workloads.rados import BenchResult, RadosWorkload, summarize
 
@@ -155,7 +155,7 @@ def test_an_interrupted_cleanup_leaves_no_rados_process_behind() -> None:
 def test_a_socket_path_too_long_to_bind_moves_to_a_short_stable_one(tmp_path: Path) -> None:
     import socket
 
-    from stortune.targets.cephcluster.client import SOCKET_PATH_MAX, short_socket_path
+    from stortune.ceph.client import SOCKET_PATH_MAX, short_socket_path
 
     short = tmp_path / "c.asok"
     assert short_socket_path(short) == short
@@ -169,8 +169,8 @@ def test_a_socket_path_too_long_to_bind_moves_to_a_short_stable_one(tmp_path: Pa
 
 
 def test_a_cluster_too_deep_for_its_sockets_gets_a_short_socket_folder(tmp_path: Path) -> None:
-    from stortune.targets.cephcluster.client import SOCKET_PATH_MAX
-    from stortune.targets.cephcluster.local import LocalCluster
+    from stortune.ceph.client import SOCKET_PATH_MAX
+    from stortune.ceph.local import LocalCluster
 
     shallow = LocalCluster(tmp_path / "c", osds=1)
     assert shallow.asok("osd.0") == tmp_path / "c" / "run" / "ceph-osd.0.asok"

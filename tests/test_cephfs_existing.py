@@ -22,10 +22,8 @@ import pytest
 from conftest import ensure_ceph
 from test_cephfs_target import WRITE, leftovers
 
-from stortune.errors import TargetError
-from stortune.targets import mounts
-from stortune.targets.cephcluster.conf import BASELINE
-from stortune.targets.cephcluster.fs import (
+from stortune.ceph.conf import BASELINE
+from stortune.ceph.fs import (
     FS_NAME,
     FuseMount,
     filesystems,
@@ -33,8 +31,10 @@ from stortune.targets.cephcluster.fs import (
     read_layout,
     wait_active,
 )
-from stortune.targets.cephcluster.health import wait_healthy
-from stortune.targets.cephcluster.local import LocalCluster
+from stortune.ceph.health import wait_healthy
+from stortune.ceph.local import LocalCluster
+from stortune.errors import TargetError
+from stortune.system import mounts
 from stortune.targets.cephfs import CephFSTarget
 
 USER_FILE = "projects/report.txt"

@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 from conftest import ensure_ceph
 
+from stortune.ceph.fs import active_mds, read_layout
+from stortune.ceph.health import fullest_osd
 from stortune.errors import TargetError
 from stortune.space import Space, load_space
-from stortune.targets import mounts
-from stortune.targets.cephcluster.fs import active_mds, read_layout
-from stortune.targets.cephcluster.health import fullest_osd
+from stortune.system import mounts
 from stortune.targets.cephfs import CephFSTarget, DaemonWatch
 from stortune.tuners.ddpg import MAX_METRICS
 from stortune.workloads.base import Venue

@@ -175,7 +175,7 @@ def test_verbose_says_what_is_done_to_the_system(tmp_path: Path) -> None:
 HOLDER = textwrap.dedent(
     """\
     import time
-    from stortune.measure.lock import BenchmarkLock
+    from stortune.system.lock import BenchmarkLock
     with BenchmarkLock("campaign 'other'"):
         print("locked", flush=True)
         time.sleep(60)
@@ -185,7 +185,7 @@ HOLDER = textwrap.dedent(
 
 @needs_root
 def test_a_refused_device_is_said_before_the_lock_is_asked_for(tmp_path: Path) -> None:
-    from stortune.targets.devguard import root_disks
+    from stortune.system.devguard import root_disks
 
     holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
     try:

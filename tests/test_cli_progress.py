@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from stortune.cli import run as run_cli
 from stortune.cli.progress import PLAIN_EVERY, ConsoleReporter
-from stortune.measure import disturbance
 from stortune.measure import runner as measure_runner
 from stortune.measure.runner import Event, EventKind
 from stortune.store import Store
+from stortune.system import disturbance
 from stortune.workloads.base import Measurement
 
 SPACE = "name: s\nparameters:\n  x: {type: int, low: 1, high: 4, default: 1}\n"

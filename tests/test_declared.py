@@ -10,7 +10,7 @@ import pytest
 
 from stortune.enums import Direction, StartState
 from stortune.errors import ConfigError, StortuneError
-from stortune.measure.objective import Guardrail, Objective
+from stortune.objective import Guardrail, Objective
 from stortune.workloads import TEMPLATES, FioWorkload, Venue
 from stortune.workloads.declared import Declarations, objective_for, parse_declarations
 from stortune.workloads.rados import RadosWorkload

@@ -13,8 +13,8 @@ import pytest
 from test_localfs_support import guarded_state_dir, needs_fio, needs_root
 
 from stortune.errors import TargetError
-from stortune.measure import device
-from stortune.measure.device import RawBandwidth, accounting, device_reached, workload_mib
+from stortune.targets import device
+from stortune.targets.device import RawBandwidth, accounting, device_reached, workload_mib
 from stortune.targets.localfs import LocalFsTarget
 from stortune.workloads import FioWorkload
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import tune
 
-from stortune.measure.disturbance import Limits, Probe, judge, other_benchmarks
 from stortune.measure.runner import RunRules
 from stortune.space import parse_space
 from stortune.store import Store
+from stortune.system.disturbance import Limits, Probe, judge, other_benchmarks
 from stortune.targets.command import CommandTarget
 
 pytestmark = pytest.mark.quiet  # judges other processes' load: runs alone (tests/conftest.py)

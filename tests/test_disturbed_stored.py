@@ -12,11 +12,11 @@ import pytest
 from conftest import tune
 
 from stortune.errors import Interrupted
-from stortune.measure import disturbance
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.runner import RunRules
 from stortune.space import parse_space
 from stortune.store import Run, Store
+from stortune.system import disturbance
 from stortune.targets.command import CommandTarget
 
 SPACE = parse_space("name: s\nparameters:\n  x: {type: int, low: 1, high: 4, default: 1}\n")

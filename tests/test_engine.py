@@ -14,10 +14,10 @@ import pytest
 from conftest import STORTUNE, tune
 
 from stortune.errors import StortuneError
-from stortune.measure.objective import combine_workloads
 from stortune.measure.reference import is_reference
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
+from stortune.objective import combine_workloads
 from stortune.space import parse_space
 from stortune.stats import summarize
 from stortune.store import Store
@@ -145,7 +145,7 @@ def test_a_stop_iteration_from_a_run_fails_the_campaign_instead_of_ending_its_bu
 
 
 def test_a_zombie_process_has_no_usage() -> None:
-    from stortune.targets.cephcluster.perf import process_usage
+    from stortune.ceph.perf import process_usage
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30
@@ -278,8 +278,8 @@ def test_baseline_is_trial_zero_and_verify_states_the_gain(store: Store, bench: 
 def test_a_scalarised_verification_states_each_metrics_gain_from_the_same_runs(
     store: Store, bench: Path
 ) -> None:
-    from stortune.measure.objective import Objective
     from stortune.measure.verify import stored_gains
+    from stortune.objective import Objective
 
     space = parse_space(OK_ONLY)
     tune(
@@ -542,7 +542,7 @@ def test_tune_resume_continues_a_stopped_verification_instead_of_a_new_one(
 
             return nullcontext(on_event)
 
-    from stortune.measure.objective import Objective
+    from stortune.objective import Objective
     from stortune.workflows.tune import TuneJob, start_tuning
 
     job = TuneJob(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stortune.measure.exporters import Exporter, ExporterSampler, parse
+from stortune.system.exporters import Exporter, ExporterSampler, parse
 
 TEXT = """# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.
 # TYPE node_cpu_seconds_total counter

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stortune.measure.sysmetrics import SystemSampler, snapshot
+from stortune.system.sysmetrics import SystemSampler, snapshot
 from stortune.workloads import FioWorkload, parse_fio_output
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -23,8 +23,9 @@ from test_localfs_support import (
 
 from stortune.errors import BusyError, ConfigError, TargetError
 from stortune.space import parse_space
-from stortune.targets import REGISTRY, make_target, syscmd
-from stortune.targets.devguard import root_disks
+from stortune.system import syscmd
+from stortune.system.devguard import root_disks
+from stortune.targets import REGISTRY, make_target
 from stortune.targets.localfs import LocalFsTarget, available_filesystems
 from stortune.workloads import FioWorkload
 

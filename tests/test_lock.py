@@ -10,15 +10,15 @@ import pytest
 from conftest import tune
 
 from stortune.errors import BusyError
-from stortune.measure.lock import BenchmarkLock
 from stortune.space import parse_space
 from stortune.store import Store
+from stortune.system.lock import BenchmarkLock
 from stortune.targets.command import CommandTarget
 
 HOLDER = textwrap.dedent(
     """\
     import sys, time
-    from stortune.measure.lock import BenchmarkLock
+    from stortune.system.lock import BenchmarkLock
     with BenchmarkLock("campaign 'first'"):
         print("locked", flush=True)
         time.sleep(float(sys.argv[1]))
@@ -63,7 +63,7 @@ def test_without_a_writable_home_the_lock_lives_in_the_temporary_folder(
     import pwd
     import tempfile
 
-    from stortune.measure.lock import lock_dir
+    from stortune.system.lock import lock_dir
 
     monkeypatch.delenv("STORTUNE_LOCK_DIR")
     monkeypatch.setattr(os, "geteuid", lambda: 4242)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from stortune.errors import StortuneError
 from stortune.measure.metricnames import check_metric_names, target_metric_names
-from stortune.measure.objective import Guardrail, Objective
+from stortune.objective import Guardrail, Objective
 from stortune.workloads.fio import FioWorkload
 from stortune.workloads.rados import RadosWorkload
 from stortune.workloads.rows import RowsWorkload

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from stortune.errors import StortuneError
-from stortune.measure.objective import (
+from stortune.measure.verify import gain
+from stortune.objective import (
     SCORE,
     Objective,
     ObjectiveSpec,
@@ -17,7 +18,6 @@ from stortune.measure.objective import (
     pareto_front,
     parse_bounds,
 )
-from stortune.measure.verify import gain
 
 
 def test_objectives_parse_with_direction_and_weight() -> None:

@@ -31,8 +31,8 @@ from test_localfs_support import (
 )
 
 from stortune.errors import ConfigError, TargetError
-from stortune.processes import pid_alive, stop_process
 from stortune.space import load_space
+from stortune.system.processes import pid_alive, stop_process
 from stortune.targets.localfs import LocalFsTarget
 from stortune.workloads.base import Venue
 from stortune.workloads.postgres import (

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from stortune.cli.profile import register
 from stortune.errors import TargetError
-from stortune.targets import loopdev
+from stortune.system import loopdev
 
 pytestmark = [needs_root, needs_fio]
 QUICK = ["--file-size", "4m", "--intervals", "8k:32k:8k,32k:256k:32k", "--repetitions", "1"]

@@ -398,8 +398,8 @@ def test_sweep_headline_counts_runs_not_finished_configs(tmp_path: Path) -> None
 def test_the_headline_says_the_verdict_recommend_says_and_what_risks_would_buy() -> None:
     from types import SimpleNamespace
 
-    from stortune.measure.objective import Objective
     from stortune.measure.verify import Gain, Judgement, LabelResult, Verification, VerifyRules
+    from stortune.objective import Objective
     from stortune.report.headline import risky_alternatives
 
     def measured(gain: float, low: float, high: float, label: str) -> Gain:

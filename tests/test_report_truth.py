@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from test_report import SPACE, grid_target, quiet_fingerprint, sections_of  # noqa: F401
 
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
+from stortune.objective import Objective
 from stortune.report import write_report
 from stortune.report.context import load_context
 from stortune.report.sections import recommendation_section

@@ -113,7 +113,7 @@ def renamed(folder: Path, ns: int | None = None, start_delta: int = 0) -> Path:
 
 
 def test_only_folders_whose_owner_is_certainly_gone_are_removed(temp_root: Path) -> None:
-    from stortune.scratch import ScratchKind, make_scratch_folder, remove_stale
+    from stortune.system.scratch import ScratchKind, make_scratch_folder, remove_stale
 
     own = make_scratch_folder(ScratchKind.FIO)
     reused = renamed(make_scratch_folder(ScratchKind.FIO), start_delta=-1)  # the pid came back

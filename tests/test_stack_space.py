@@ -78,8 +78,8 @@ def test_every_value_of_the_stack_space_applies_here(tmp_path: Path) -> None:
 def test_scheduler_tunables_follow_their_scheduler_and_the_queue_is_put_back(
     tmp_path: Path,
 ) -> None:
+    from stortune.system.sysconf import read
     from stortune.targets.localfs import LocalFsTarget
-    from stortune.targets.sysconf import read
 
     stack = load_space("stack")
     target = LocalFsTarget(stack, image_size="1g")

@@ -129,7 +129,7 @@ def test_parquet_export_reads_back(tmp_path: Path) -> None:
 
 
 def test_environment_fingerprint_names_machine_and_devices() -> None:
-    from stortune.measure.environment import fingerprint
+    from stortune.system.environment import fingerprint
 
     data = fingerprint()
     for key in ("kernel", "cpu", "cores", "memory_mb", "packages", "disks", "fio"):

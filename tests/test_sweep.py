@@ -162,7 +162,7 @@ def test_disturbed_runs_are_measured_again_and_replaced(
 ) -> None:
     """A run still disturbed after its retries is stored as such, then measured again by the
     sweep's second pass; the slot ends with one good run and no disturbed placeholder."""
-    from stortune.measure import disturbance
+    from stortune.system import disturbance
 
     verdicts = iter(["fake load"] * 3)  # one run: the first try and both retries disturbed
     monkeypatch.setattr(disturbance, "judge", lambda *a, **k: next(verdicts, None))

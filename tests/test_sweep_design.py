@@ -13,7 +13,7 @@ from conftest import STORTUNE
 
 from stortune.enums import CampaignKind
 from stortune.measure.campaigns import new_campaign
-from stortune.measure.objective import Objective
+from stortune.objective import Objective
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stortune.measure.sysmetrics import (
+from stortune.system.sysmetrics import (
     DeviceSampler,
     ProcessIoSampler,
     _hardware_disks,

@@ -13,8 +13,8 @@ import pytest
 from conftest import STORTUNE
 
 from stortune.store import Store
+from stortune.system.mounts import mount_table
 from stortune.targets import registry
-from stortune.targets.mounts import mount_table
 from stortune.targets.tmpfs import TmpfsTarget
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")

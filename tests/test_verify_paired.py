@@ -13,7 +13,6 @@ import pytest
 
 from stortune.enums import CampaignKind
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.objective import Guardrail, Objective
 from stortune.measure.verify import (
     Advice,
     Judgement,
@@ -22,6 +21,7 @@ from stortune.measure.verify import (
     new_verification,
     paired_gain,
 )
+from stortune.objective import Guardrail, Objective
 from stortune.space import parse_space
 from stortune.stats import paired_ratio, ratio_ci
 from stortune.store import Store

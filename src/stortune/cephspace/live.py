@@ -8,14 +8,14 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
+from stortune.ceph.client import CephClient
+from stortune.ceph.conf import BASELINE, PATH_OPTIONS, PINNED
+from stortune.ceph.health import wait_healthy
+from stortune.ceph.local import LocalCluster
 from stortune.cephspace.generate import Cleaning, generate_space
 from stortune.cephspace.metadata import probe_observed, read_options
 from stortune.cephspace.rules import Context, classify
 from stortune.space import Space
-from stortune.targets.cephcluster.client import CephClient
-from stortune.targets.cephcluster.conf import BASELINE, PATH_OPTIONS, PINNED
-from stortune.targets.cephcluster.health import wait_healthy
-from stortune.targets.cephcluster.local import LocalCluster
 
 # Options a local target sets in its ceph.conf (never tuned, so never in a space).
 TARGET_PINNED = frozenset(PINNED) | PATH_OPTIONS | {"bluestore_block_size"}

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stortune.ceph.client import CephClient, asok_command
+from stortune.ceph.conf import format_value
 from stortune.cephspace.params import layer_of, typed
 from stortune.cephspace.rules import Option
 from stortune.errors import TargetError
-from stortune.targets.cephcluster.client import CephClient, asok_command
-from stortune.targets.cephcluster.conf import format_value
 
 NOT_OBSERVED = "not observed"
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import typer
 import yaml
 
+from stortune.ceph.client import CephClient
+from stortune.ceph.conf import BASELINE
+from stortune.ceph.health import status, wait_healthy
+from stortune.ceph.local import DEFAULT_OSD_SIZE, LocalCluster
 from stortune.cli import checks
 from stortune.cli.common import console, print_json
 from stortune.errors import StortuneError
 from stortune.outputs import writing
 from stortune.space import load_space
-from stortune.targets.cephcluster.client import CephClient
-from stortune.targets.cephcluster.conf import BASELINE
-from stortune.targets.cephcluster.health import status, wait_healthy
-from stortune.targets.cephcluster.local import DEFAULT_OSD_SIZE, LocalCluster
 from stortune.units import parse_size
 
 JsonOption = typer.Option(False, "--json", help="Print JSON.")

@@ -16,8 +16,8 @@ from stortune.errors import StortuneError
 from stortune.units import number
 
 if TYPE_CHECKING:
-    from stortune.measure.objective import Objective
     from stortune.measure.runner import Outcome
+    from stortune.objective import Objective
     from stortune.targets.base import Target
     from stortune.workloads.base import Workload
 
@@ -131,7 +131,7 @@ def campaign_objective(
     and the target report before anything is stored or measured; each choice made from a
     declaration is said in one line (not under --json: the campaign stores what was chosen)."""
     from stortune.measure.metricnames import check_campaign_metrics
-    from stortune.measure.objective import Guardrail
+    from stortune.objective import Guardrail
     from stortune.workloads.declared import objective_for
 
     if guardrails and no_guardrails:

@@ -15,9 +15,9 @@ from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.metricnames import check_campaign_metrics
 from stortune.measure.noise import analyse
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import sweep_time_estimate
+from stortune.objective import Objective
 from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store

@@ -34,8 +34,8 @@ from stortune.importance.carver import DEFAULT_BINS, DEFAULT_RSD, PiCorrection
 from stortune.importance.common import RankError
 from stortune.importance.study import FANOVA_TRIALS
 from stortune.measure.metricnames import check_campaign_metrics
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
+from stortune.objective import Objective
 from stortune.outputs import writing
 from stortune.space import load_space
 from stortune.store import Store

@@ -24,9 +24,9 @@ from stortune.cli.common import (
 from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.objective import Objective, parse_bounds
 from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TuneSettings
+from stortune.objective import Objective, parse_bounds
 from stortune.space import load_space
 from stortune.store import Store
 from stortune.tuners import tuner_names

@@ -21,9 +21,9 @@ from stortune.cli.common import (
 from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import SweepSettings, sweep_time_estimate
+from stortune.objective import Objective
 from stortune.sampling import config_key, sample
 from stortune.space import load_space
 from stortune.store import Store

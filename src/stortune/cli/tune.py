@@ -26,8 +26,8 @@ from stortune.cli.progress import ConsoleReporter
 from stortune.cli.run import settings_of
 from stortune.enums import RiskScope
 from stortune.errors import StortuneError
-from stortune.measure.objective import Objective, parse_bounds
 from stortune.measure.runner import RunRules
+from stortune.objective import Objective, parse_bounds
 from stortune.outputs import writing
 from stortune.space import Config, Space, load_space
 from stortune.store import Store

@@ -21,11 +21,11 @@ from stortune.enums import CampaignKind
 from stortune.errors import StortuneError
 from stortune.measure.lease import CampaignLease
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Objective
 from stortune.measure.runner import Event, Outcome, Plan, Runner, RunRules, workload_name
 from stortune.measure.sweeping import SweepPlan, SweepSettings
 from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import VerifyPlan, VerifyRules
+from stortune.objective import Objective
 from stortune.space import Space, parse_space
 from stortune.store import Campaign, Store
 from stortune.storecells import stored

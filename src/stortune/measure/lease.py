@@ -36,8 +36,8 @@ from types import TracebackType
 import sqlalchemy as sa
 
 from stortune.errors import CampaignBusy, LeaseLost, StoreError, StortuneError
-from stortune.processes import pid_alive
 from stortune.store import Campaign, Lease, Store
+from stortune.system.processes import pid_alive
 
 log = logging.getLogger(__name__)
 

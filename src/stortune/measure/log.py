@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stortune.enums import TrialStatus
-from stortune.measure.objective import Objective
 from stortune.measure.results import TrialSummary, summarize_runs
+from stortune.objective import Objective
 from stortune.store import Campaign, Store, Trial
 from stortune.workloads.base import Measurement
 

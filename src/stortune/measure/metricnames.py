@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from stortune.errors import StortuneError
 
 if TYPE_CHECKING:
-    from stortune.measure.objective import Objective
+    from stortune.objective import Objective
     from stortune.targets.base import Target
     from stortune.workloads.base import Workload
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stortune.enums import Direction, RunStatus
-from stortune.measure.objective import Objective, combine_workloads
 from stortune.measure.racing import Verdict
+from stortune.objective import Objective, combine_workloads
 from stortune.stats import summarize
 from stortune.store import Campaign, Run, Trial
 

@@ -46,11 +46,11 @@ from typing import Any
 
 from stortune.enums import CampaignStatus, RunStatus, StopReason
 from stortune.errors import Interrupted, LeaseLost, StortuneError
-from stortune.measure import disturbance, environment
 from stortune.measure.lease import CampaignLease
-from stortune.measure.lock import BenchmarkLock
 from stortune.measure.log import CampaignLog
 from stortune.store import Trial
+from stortune.system import disturbance, environment
+from stortune.system.lock import BenchmarkLock
 from stortune.targets.base import Target
 from stortune.workloads.base import Measurement, Workload
 

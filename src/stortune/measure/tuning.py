@@ -34,7 +34,6 @@ from typing import Any
 from stortune.enums import Direction, RunStatus, TrialStatus
 from stortune.errors import ConfigError, StortuneError
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Objective
 from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
 from stortune.measure.reference import REFERENCE, is_reference
 from stortune.measure.results import TrialSummary, finished_slots
@@ -47,6 +46,7 @@ from stortune.measure.runner import (
     check_repetitions,
     workload_name,
 )
+from stortune.objective import Objective
 from stortune.sampling import config_key
 from stortune.space import Config, Space
 from stortune.store import Trial
@@ -431,7 +431,7 @@ class TunePlan(Plan):
         self, runs: list, read: Callable[[Mapping[str, Any]], float | None] | None = None
     ) -> float | None:
         """The runs' value (workloads combined): the objective's, or what `read` reads."""
-        from stortune.measure.objective import combine_workloads
+        from stortune.objective import combine_workloads
 
         read = read or self.log.objective.value
         values = [read(r.metrics) for r in runs if r.status == RunStatus.OK]

@@ -33,10 +33,10 @@ import yaml
 from stortune.enums import CampaignKind, Direction, RunStatus
 from stortune.errors import StortuneError
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Guardrail, Objective, combine_workloads
 from stortune.measure.reference import is_reference
 from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
+from stortune.objective import Guardrail, Objective, combine_workloads
 from stortune.space import Config, Space
 from stortune.stats import PairedRatio, paired_ratio, ratio_ci, summarize, t_quantile
 from stortune.store import Campaign, Run, Store, Trial
@@ -743,7 +743,7 @@ REACHED_SHARE = 0.8  # of a label's runs that reached the device for the label t
 def runs_reached(runs: Sequence[Run]) -> bool | None:
     """Whether a config's successful runs reached the device (`measure.device.device_reached`):
     None when none says, else whether most of those that say did."""
-    from stortune.measure.device import device_reached
+    from stortune.targets.device import device_reached
 
     said = [
         reached

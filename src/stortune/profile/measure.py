@@ -27,7 +27,7 @@ from pathlib import Path
 
 from stortune.errors import StortuneError, TargetError
 from stortune.profile.design import Task
-from stortune.targets import devguard
+from stortune.system import devguard
 from stortune.workloads.fio import FioWorkload
 
 FILE_PREFIX = "stortune-profile-"

@@ -36,23 +36,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stortune.errors import StortuneError, TargetError
-from stortune.measure import sysmetrics
-from stortune.measure.sysmetrics import SystemSampler
-from stortune.space import Config, Cost, Space
-from stortune.targets import syscmd
-from stortune.targets.base import Target, TargetSettings, require_root, setting
-from stortune.targets.cephcluster import perf
-from stortune.targets.cephcluster.client import CephClient, asok_command
-from stortune.targets.cephcluster.conf import (
+from stortune.ceph import perf
+from stortune.ceph.client import CephClient, asok_command
+from stortune.ceph.conf import (
     BASELINE,
     format_value,
     render_ceph_conf,
     same_value,
 )
-from stortune.targets.cephcluster.health import status, wait_healthy
-from stortune.targets.cephcluster.local import DEFAULT_OSD_SIZE, LocalCluster, recover_stale
-from stortune.targets.journal import MachineLock, default_state_dir
+from stortune.ceph.health import status, wait_healthy
+from stortune.ceph.local import DEFAULT_OSD_SIZE, LocalCluster, recover_stale
+from stortune.errors import StortuneError, TargetError
+from stortune.space import Config, Cost, Space
+from stortune.system import syscmd, sysmetrics
+from stortune.system.journal import MachineLock, default_state_dir
+from stortune.system.sysmetrics import SystemSampler
+from stortune.targets.base import Target, TargetSettings, require_root, setting
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 

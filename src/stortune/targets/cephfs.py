@@ -51,14 +51,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stortune.errors import StortuneError, TargetError
-from stortune.measure.exporters import CEPH_FAMILIES, NODE_FAMILIES, Exporter, ExporterSampler
-from stortune.space import Config, Space
-from stortune.targets.base import setting
-from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
-from stortune.targets.cephcluster import perf
-from stortune.targets.cephcluster.client import asok_command, short_socket_path
-from stortune.targets.cephcluster.fs import (
+from stortune.ceph import perf
+from stortune.ceph.client import asok_command, short_socket_path
+from stortune.ceph.fs import (
     FS_NAME,
     LAYOUT_FIELDS,
     FuseMount,
@@ -68,9 +63,14 @@ from stortune.targets.cephcluster.fs import (
     set_layout,
     wait_active,
 )
-from stortune.targets.cephcluster.health import fullest_osd, status
-from stortune.targets.cephcluster.local import LocalCluster, free_port
-from stortune.targets.journal import Journal, StateFolder
+from stortune.ceph.health import fullest_osd, status
+from stortune.ceph.local import LocalCluster, free_port
+from stortune.errors import StortuneError, TargetError
+from stortune.space import Config, Space
+from stortune.system.exporters import CEPH_FAMILIES, NODE_FAMILIES, Exporter, ExporterSampler
+from stortune.system.journal import Journal, StateFolder
+from stortune.targets.base import setting
+from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 LAYOUT_LAYER = "layout"

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
-from stortune.scratch import ScratchKind, make_scratch_folder
 from stortune.space import Config, Space
+from stortune.system.scratch import ScratchKind, make_scratch_folder
+from stortune.system.syscmd import kill_group
 from stortune.targets.base import Target, TargetSettings, setting
-from stortune.targets.syscmd import kill_group
 from stortune.workloads.base import Measurement, numeric_metrics
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")

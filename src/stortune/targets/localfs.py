@@ -15,7 +15,7 @@ Everything created or changed is journaled first (`journal`), undone by `teardow
 failed apply (settings), and by the next target when this one dies. Runs drop the page cache
 first and may cap the benchmark's memory with a cgroup (Carver's small-RAM setting).
 
-Whether a run reached the device (`stortune.measure.device`): before its first mkfs the target
+Whether a run reached the device (`stortune.targets.device`): before its first mkfs the target
 measures its device's raw bandwidth by direct fio (an image it formats anyway, or a named device
 only with ``destroy_data``), once per device and state folder; each run then counts the bytes at
 the device and at the disk under the image, and carries the ``device.*`` metrics.
@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
-from stortune.measure import device as devmetrics
-from stortune.measure import sysmetrics
 from stortune.space import Config, Cost, Parameter, Space
-from stortune.targets import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf
+from stortune.system import cgroup, devguard, loopdev, mkfs, mounts, syscmd, sysconf, sysmetrics
+from stortune.system.journal import Journal, StateFolder, default_state_dir
+from stortune.targets import device as devmetrics
 from stortune.targets.base import Target, TargetSettings, require_root, setting
-from stortune.targets.journal import Journal, StateFolder, default_state_dir
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
@@ -420,7 +419,7 @@ class LocalFsTarget(Target):
 
     def after_run(self, workload: Workload, measurement: Measurement) -> None:
         """The run's record: fs, device, options; and whether the run reached the device
-        (``device.*``, `stortune.measure.device`)."""
+        (``device.*``, `stortune.targets.device`)."""
         measurement.info.update(
             fs=self._formatted.fs if self._formatted else None,
             device=self._dev,

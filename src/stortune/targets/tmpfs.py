@@ -20,9 +20,9 @@ from typing import Any
 
 from stortune.errors import TargetError
 from stortune.space import Config, Space
-from stortune.targets import mkfs, mounts
+from stortune.system import mkfs, mounts
+from stortune.system.journal import Journal, StateFolder, default_state_dir
 from stortune.targets.base import Target, TargetSettings, require_root, setting
-from stortune.targets.journal import Journal, StateFolder, default_state_dir
 from stortune.workloads.base import Need, Venue, Workload
 
 log = logging.getLogger(__name__)

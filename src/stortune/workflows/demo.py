@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import StortuneError
-from stortune.measure.objective import Objective
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
+from stortune.objective import Objective
 from stortune.space import Space, load_space
 from stortune.space.risk import risky_variants, safe_space
 from stortune.store import Store

@@ -21,9 +21,9 @@ from stortune.datasets import INACTIVE, METRIC_PREFIX, Dataset, from_frame
 from stortune.enums import CampaignKind, Direction
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import new_campaign, open_campaign
-from stortune.measure.objective import Objective
 from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TuneSettings
+from stortune.objective import Objective
 from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from stortune.enums import CampaignKind
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign
 from stortune.measure.log import CampaignLog
-from stortune.measure.objective import Objective
 from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.sweeping import SweepSettings, store_design
+from stortune.objective import Objective
 from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target

@@ -27,7 +27,6 @@ from stortune.enums import (
 )
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
-from stortune.measure.objective import Objective, pareto_front
 from stortune.measure.results import campaign_best
 from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
@@ -39,6 +38,7 @@ from stortune.measure.verify import (
     in_loop_gain,
     latest_verification,
 )
+from stortune.objective import Objective, pareto_front
 from stortune.space import Config, Space
 from stortune.space.risk import Risk, risks_of, risky_variants, safe_space
 from stortune.store import Campaign, Store

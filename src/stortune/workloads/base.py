@@ -55,7 +55,7 @@ class Need(StrEnum):
 class Tracker(Protocol):
     """Where a workload records what it starts that outlives a crash (a database server), so
     that the target's teardown, or the next target after a SIGKILL, undoes it: the target's
-    journal (`stortune.targets.journal.Journal`; entry ``server``: pid, start time, signals)."""
+    journal (`stortune.system.journal.Journal`; entry ``server``: pid, start time, signals)."""
 
     def record(self, op: str, **fields: Any) -> None: ...
 

@@ -31,7 +31,7 @@ from stortune.enums import StartState
 from stortune.errors import ConfigError, StortuneError
 
 if TYPE_CHECKING:
-    from stortune.measure.objective import Guardrail, Objective, ObjectiveSpec
+    from stortune.objective import Guardrail, Objective, ObjectiveSpec
     from stortune.workloads.base import Workload
 
 KEYS = ("objective", "guardrail", "start")
@@ -78,7 +78,7 @@ def parse_declarations(text: str, source: str) -> Declarations:
         match = _LINE.match(line)
         if match is None:
             continue
-        from stortune.measure.objective import Guardrail, ObjectiveSpec  # numpy: only if needed
+        from stortune.objective import Guardrail, ObjectiveSpec  # numpy: only if needed
 
         key, value = match.group(1).lower(), match.group(2).strip()
         where = f"{source}, line {number}"
@@ -121,7 +121,7 @@ def objective_for(
     list for none), else the ones the workloads declare. A declared guardrail on a metric
     another workload of the campaign lacks is left out (and said). `say` hears one line per
     choice made from declarations."""
-    from stortune.measure.objective import Objective
+    from stortune.objective import Objective
 
     say = say or (lambda _line: None)
     present = [w for w in workloads if w is not None]

@@ -35,8 +35,8 @@ from typing import Any
 from stortune.enums import StartState
 from stortune.errors import ConfigError, TargetError
 from stortune.inputs import TEXT_BYTES, read_text
-from stortune.measure.sysmetrics import SystemSampler
-from stortune.scratch import ScratchKind, scratch_folder
+from stortune.system.scratch import ScratchKind, scratch_folder
+from stortune.system.sysmetrics import SystemSampler
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Sampler, Venue, Workload
 from stortune.workloads.declared import Declarations, parse_declarations

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stortune.errors import TargetError
-from stortune.targets.syscmd import kill_group
+from stortune.system.syscmd import kill_group
 
 # argv: parent pid, cgroup.procs file (or ""), uid (or ""), gid (or ""), the command.
 _LAUNCHER = (

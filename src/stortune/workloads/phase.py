@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from stortune.measure.sysmetrics import ProcessIoSampler, SystemSampler
+from stortune.system.sysmetrics import ProcessIoSampler, SystemSampler
 from stortune.workloads.base import Venue
 
 

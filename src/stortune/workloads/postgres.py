@@ -48,8 +48,8 @@ from typing import Any
 
 from stortune.enums import Direction
 from stortune.errors import ConfigError, TargetError
-from stortune.processes import started_at, stop_process
-from stortune.scratch import ScratchKind, scratch_folder
+from stortune.system.processes import started_at, stop_process
+from stortune.system.scratch import ScratchKind, scratch_folder
 from stortune.workloads.base import Measurement, Need, Tracker, Venue, Workload
 from stortune.workloads.declared import Declarations
 from stortune.workloads.launcher import User, launch_argv, procs_file, run_group
@@ -461,7 +461,7 @@ def _clean_up(server: Server | None, data: Path) -> str | None:
 
 # ---- templates ------------------------------------------------------------------------------
 def templates_dir() -> Path:
-    from stortune.targets.journal import default_state_dir  # targets import workloads
+    from stortune.system.journal import default_state_dir  # targets import workloads
 
     return Path(default_state_dir()) / "templates"
 
@@ -680,7 +680,7 @@ class PgbenchWorkload(Workload):
     @property
     def declared(self) -> Declarations:
         """Judged on throughput; the tail latency must not get more than 20% worse."""
-        from stortune.measure.objective import Guardrail, ObjectiveSpec
+        from stortune.objective import Guardrail, ObjectiveSpec
 
         return Declarations(
             ObjectiveSpec("tps", Direction.MAX),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stortune.errors import ConfigError
-from stortune.targets.syscmd import kill_group, last_line
+from stortune.system.syscmd import kill_group, last_line
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 

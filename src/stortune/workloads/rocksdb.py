@@ -59,7 +59,7 @@ from typing import Any
 
 from stortune.enums import Direction, RunStatus
 from stortune.errors import ConfigError, TargetError
-from stortune.scratch import ScratchKind, scratch_folder
+from stortune.system.scratch import ScratchKind, scratch_folder
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 from stortune.workloads.declared import Declarations
 from stortune.workloads.launcher import launch_argv, procs_file, run_group
@@ -252,7 +252,7 @@ class DbBenchWorkload(Workload):
 
     @property
     def declared(self) -> Declarations:
-        from stortune.measure.objective import Guardrail, ObjectiveSpec
+        from stortune.objective import Guardrail, ObjectiveSpec
 
         return Declarations(
             objective=ObjectiveSpec("ops_per_s", Direction.MAX),

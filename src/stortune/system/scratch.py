@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 
-from stortune.processes import process_stat
+from stortune.system.processes import process_stat
 
 
 class ScratchKind(StrEnum):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stortune.errors import TargetError
-from stortune.targets import syscmd
-from stortune.targets.mounts import mount_table
+from stortune.system import syscmd
+from stortune.system.mounts import mount_table
 
 _SYS_DEV = Path("/sys/dev/block")
 _SYS_CLASS = Path("/sys/class/block")

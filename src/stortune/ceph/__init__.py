@@ -10,10 +10,10 @@ waiting for health, reading daemon state, and writing ceph.conf text.
 - `conf`: the plumbing ceph.conf of a mini-cluster and a config rendered as ceph.conf sections.
 """
 
-from stortune.targets.cephcluster.client import CephClient, asok_command
-from stortune.targets.cephcluster.conf import format_value, render_ceph_conf, same_value
-from stortune.targets.cephcluster.health import wait_healthy
-from stortune.targets.cephcluster.local import LocalCluster, recover_stale
+from stortune.ceph.client import CephClient, asok_command
+from stortune.ceph.conf import format_value, render_ceph_conf, same_value
+from stortune.ceph.health import wait_healthy
+from stortune.ceph.local import LocalCluster, recover_stale
 
 __all__ = [
     "CephClient",

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from stortune.errors import TargetError
-from stortune.targets.mounts import mount_table
+from stortune.system.mounts import mount_table
 
 _PAGE = 4096
 

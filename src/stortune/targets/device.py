@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
-from stortune.scratch import ScratchKind, scratch_folder
+from stortune.system.scratch import ScratchKind, scratch_folder
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from stortune.ceph.client import CephClient
 from stortune.errors import TargetError
-from stortune.targets import mounts, syscmd
-from stortune.targets.cephcluster.client import CephClient
+from stortune.system import mounts, syscmd
 
 FS_NAME = "stortunefs"
 METADATA_POOL = "stortunefs-metadata"

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from stortune.errors import TargetError
-from stortune.targets import syscmd
+from stortune.system import syscmd
 
 
 def allocate(image: Path, size: int) -> None:

@@ -5,7 +5,7 @@ throughput followed the load average of other work). `SystemSampler` reads /proc
 a thread while a run goes on and summarises what it saw as ``sys.*`` metrics (mean, and max as
 ``*_max``), stored with every run; `snapshot()` gives the instantaneous gauges tuners use as state.
 `DeviceSampler` counts the bytes at a run's device under test and at the disk under its image
-(``device.*``), for `stortune.measure.device` to set beside the bytes the workload moved, which
+(``device.*``), for `stortune.targets.device` to set beside the bytes the workload moved, which
 `ProcessIoSampler` counts for an application (a database server) from its processes' I/O.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stortune.processes import descendants, io_counters
+from stortune.system.processes import descendants, io_counters
 
 _MB = 1024 * 1024
 _SECTOR = 512
@@ -256,7 +256,7 @@ def _mean_max(
 class ProcessIoSampler:
     """MiB a program's processes read and wrote through system calls between `start()` and
     `stop()` (``workload.read_mb``/``write_mb`` from /proc/PID/io ``rchar``/``wchar``): what an
-    application moved, for `stortune.measure.device` to set beside what reached the device (a
+    application moved, for `stortune.targets.device` to set beside what reached the device (a
     share under 0.5: the page cache served it). The processes are those named `program` in the
     `cgroup` folder, or else among this process's descendants; they are polled every
     `interval` seconds in a thread, since a process's counters go with it when it ends (a

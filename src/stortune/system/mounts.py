@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stortune.errors import TargetError
-from stortune.targets import syscmd
+from stortune.system import syscmd
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
-from stortune.targets import syscmd
+from stortune.system import syscmd
 
 # Run by the interpreter of the `ceph` script: argv conf, keyring ('' for none), timeout (s);
 # stdin a JSON list of mon commands; stdout a JSON list of [status, output, message].

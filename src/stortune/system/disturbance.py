@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stortune.processes import descendants, io_counters
+from stortune.system.processes import descendants, io_counters
 
 BENCHMARKS = frozenset(
     {

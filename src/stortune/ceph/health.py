@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from stortune.ceph.client import CephClient
 from stortune.errors import TargetError
-from stortune.targets.cephcluster.client import CephClient
 
 
 @dataclass(frozen=True)

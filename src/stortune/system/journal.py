@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import StortuneError, TargetError
-from stortune.measure.lock import exclusive_flock
-from stortune.processes import stop_process
-from stortune.targets import cgroup, loopdev, mounts, sysconf
+from stortune.system import cgroup, loopdev, mounts, sysconf
+from stortune.system.lock import exclusive_flock
+from stortune.system.processes import stop_process
 
 _counter = itertools.count()
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from stortune.errors import TargetError
-from stortune.targets import syscmd
+from stortune.system import syscmd
 
 # file system -> fixed mkfs arguments (force, quiet, no discard, no lazy init)
 MKFS_BASE: dict[str, tuple[list[str], dict[str, list[str]]]] = {

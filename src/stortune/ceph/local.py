@@ -30,10 +30,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from stortune.ceph.client import CephClient, short_socket_folder
+from stortune.ceph.conf import plumbing_conf
 from stortune.errors import TargetError
-from stortune.targets import syscmd
-from stortune.targets.cephcluster.client import CephClient, short_socket_folder
-from stortune.targets.cephcluster.conf import plumbing_conf
+from stortune.system import syscmd
 from stortune.units import parse_size
 
 log = logging.getLogger(__name__)
