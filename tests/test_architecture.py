@@ -66,9 +66,9 @@ def test_lower_layers_never_import_the_engine_above_them() -> None:
 
 
 def test_the_system_package_talks_to_the_machine_only() -> None:
-    """system/ is the bottom: it may use errors and units, nothing that knows of spaces,
+    """system/ is the bottom: it may use errors, units and values, nothing that knows of spaces,
     targets or workloads."""
-    allowed = {"system", "errors", "units"}
+    allowed = {"system", "errors", "units", "values"}
     reaching = {
         f"{path.relative_to(PACKAGE)} imports {module}"
         for path in (PACKAGE / "system").rglob("*.py")
@@ -76,6 +76,11 @@ def test_the_system_package_talks_to_the_machine_only() -> None:
         if module.split(".")[1] not in allowed
     }
     assert reaching == set()
+
+
+def test_values_import_nothing_of_stortune() -> None:
+    """`stortune.values` is for every layer, system/ included, so it stands on nothing."""
+    assert imported_modules(PACKAGE / "values.py") == set()
 
 
 def test_the_walk_sees_an_upward_import(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pandas as pd
 
 from stortune.errors import DatasetError
 from stortune.inputs import DATASET_BYTES, read_bytes
+from stortune.values import plain
 
 METRIC_PREFIX = "metric."
 RUN_PREFIX = "run."
@@ -215,6 +217,15 @@ def with_inactive_level(column: pd.Series) -> pd.Series:
     if not column.isna().any():
         return column
     return column.astype(object).where(column.notna(), INACTIVE).astype(str)
+
+
+def config_value(cell: Any) -> Any:
+    """A parameter's table cell as a config value: plain Python, None where the parameter was
+    inactive (NaN in a numeric column, `INACTIVE` in a text one)."""
+    value = plain(cell)
+    if (isinstance(value, float) and math.isnan(value)) or value == INACTIVE:
+        return None
+    return value
 
 
 def _load_arff(path: Path, data: bytes, metrics: list[str] | None) -> Dataset:

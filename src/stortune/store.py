@@ -33,6 +33,7 @@ from stortune.storecells import (
     run_fields,
     trial_fields,
 )
+from stortune.values import plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -814,7 +815,7 @@ def _dataset_rows(
     rows = []
     for i, seq in enumerate(seqs):
         if seq not in configs:
-            configs[seq] = _jsonable({p: _plain(params[p][i]) for p in dataset.params})
+            configs[seq] = _jsonable({p: plain(params[p][i]) for p in dataset.params})
         rep = reps.get((seq, workloads[i]), 0)
         reps[(seq, workloads[i])] = rep + 1
         rows.append((seq, workloads[i], rep, {m: _cell(metrics[m][i]) for m in dataset.metrics}))
@@ -904,17 +905,9 @@ def _reason(exc: BaseException) -> str:
     return f"{first} ({code})" if code.startswith("SQLITE_IOERR_") else first
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def _cell(value: Any) -> Any:
     """A dataset's cell as stored JSON takes it: plain Python, None for NaN and infinities."""
-    value = _plain(value)
+    value = plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -932,11 +925,9 @@ def _jsonable(data: Any) -> Any:
 
 
 def _plain_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
+    """`json.dumps`'s fallback: plain Python where there is one, else the text."""
+    made = plain(value)
+    return str(value) if made is value else made
 
 
 # ---- schema upgrades: UPGRADES[n] brings a store from version n to n + 1 ---------------------

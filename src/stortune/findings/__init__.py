@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from stortune.enums import Direction, RunStatus
 from stortune.errors import DatasetError, StortuneError
@@ -33,6 +33,7 @@ from stortune.measure.verify import Gain, Verification, in_loop_gain, recommende
 from stortune.space import Config, Space, parse_space
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Campaign, Store, Trial
+from stortune.values import plain
 
 __all__ = [
     "MIN_CONFIGS",
@@ -176,11 +177,7 @@ def recommend(
     column = frame[analysis.metric]
     index = column.idxmax() if campaign.direction == Direction.MAX else column.idxmin()
     row = frame.loc[index, configs.params]
-    return {k: _plain(v) for k, v in row.items()}, "the best measured config"
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
+    return {k: plain(v) for k, v in row.items()}, "the best measured config"
 
 
 def _attempt(errors: dict[str, Exception], part: str, compute: Callable[[], T], empty: T) -> T:

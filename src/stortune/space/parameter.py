@@ -17,6 +17,7 @@ import numpy as np
 
 from stortune.errors import ConfigError
 from stortune.space.expr import Expression
+from stortune.values import plain
 
 
 class Kind(StrEnum):
@@ -261,12 +262,12 @@ class Parameter:
         """The YAML form of this parameter (without its name)."""
         out: dict[str, Any] = {"type": self.kind.value}
         if self.is_numeric:
-            out["low"], out["high"] = _plain(self.low), _plain(self.high)
+            out["low"], out["high"] = plain(self.low), plain(self.high)
             if self.log:
                 out["log"] = True
         elif self.kind is not Kind.BOOL:
-            out["values"] = [_plain(v) for v in self.values]
-        out["default"] = _plain(self.default)
+            out["values"] = [plain(v) for v in self.values]
+        out["default"] = plain(self.default)
         for key in ("unit", "layer", "description"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
@@ -278,7 +279,7 @@ class Parameter:
             out["extendable"] = True
             for key in ("hard_low", "hard_high"):
                 if getattr(self, key) is not None:
-                    out[key] = _plain(getattr(self, key))
+                    out[key] = plain(getattr(self, key))
         out.update(self.extra)
         return out
 
@@ -323,13 +324,6 @@ def _lerp(u: float, lo: float, hi: float) -> float:
     return lo + u * (hi - lo)
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars to Python ones, and integral floats of int parameters stay readable."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and abs(value) < 1e15 and value == int(value):  # nan, inf fail
         return str(int(value))
@@ -349,4 +343,4 @@ def check_levels(levels: Any) -> None:
 
 def ensure_values(values: Sequence[Any]) -> tuple[Any, ...]:
     """Discrete values as a tuple of plain Python scalars."""
-    return tuple(_plain(v) for v in values)
+    return tuple(plain(v) for v in values)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from stortune.errors import TargetError
 from stortune.space import Config, Space, load_space
+from stortune.values import plain
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class TargetSettings:
         return cls(**{k: v for k, v in spec.items() if k in names})
 
     def to_spec(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def cli_options(cls) -> list[CliOption]:
@@ -149,14 +150,6 @@ def _cli_type(hint: Any) -> type:
     if origin is list:
         return list
     return hint if isinstance(hint, type) else str
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 class Target(ABC):

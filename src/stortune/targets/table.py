@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stortune.datasets import INACTIVE, RUN_PREFIX, Dataset, load_dataset
+from stortune.datasets import RUN_PREFIX, Dataset, config_value, load_dataset
 from stortune.enums import Direction, RunStatus
 from stortune.errors import ConfigError, TargetError
 from stortune.sampling import config_key
@@ -128,7 +128,7 @@ class TableTarget(Target):
         for i, row in enumerate(frame[self.dataset.params].itertuples(index=False)):
             if not ok[i]:
                 continue
-            raw = {k: _plain(v) for k, v in zip(self.dataset.params, row, strict=True)}
+            raw = {k: config_value(v) for k, v in zip(self.dataset.params, row, strict=True)}
             raw = {k: v for k, v in raw.items() if v is not None and k in self.space}  # type: ignore[operator]
             try:
                 config = self.space.validate(raw)  # type: ignore[union-attr]
@@ -277,13 +277,3 @@ def _stable(text: str) -> int:
 
 def _describe(config: Config) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items())
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if (isinstance(value, float) and math.isnan(value)) or (
-        isinstance(value, str) and value == INACTIVE
-    ):
-        return None  # the parameter does not apply to this row's config
-    return value

@@ -9,7 +9,6 @@ free ones start from it too, so the campaign's first evaluation is the best conf
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -17,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from stortune.datasets import INACTIVE, METRIC_PREFIX, Dataset, from_frame
+from stortune.datasets import METRIC_PREFIX, Dataset, config_value, from_frame
 from stortune.enums import CampaignKind, Direction
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import new_campaign, open_campaign
@@ -168,7 +167,7 @@ def rank_space(
     held: Config = {}
     start: Config = {}
     if options.hold == Hold.BEST:  # and the free ones start there: the first evaluation is it
-        best = {n: _plain(best_row[n]) for n in space.names}
+        best = {n: config_value(best_row[n]) for n in space.names}
         start = {n: v for n, v in best.items() if v is not None}
         held = {n: v for n, v in start.items() if n not in free}
     return Ranking(
@@ -191,12 +190,3 @@ def thin_ranking_warning(configs: int, parameters: int) -> str | None:
         f"the ranking saw {configs} configs for {parameters} parameters: beyond the strongest "
         f"few, its order is mostly noise; a larger --rank-budget makes it worth more"
     )
-
-
-def _plain(value: Any) -> Any:
-    """A table cell as a config value (None where the parameter was inactive)."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value) or value == INACTIVE:
-        return None
-    return value

@@ -404,11 +404,12 @@ def check_flags(values: Mapping[str, Any]) -> dict[str, FlagValue]:
         known = known_flags()
         if known is not None and name not in known:
             raise ConfigError(f"db_bench flag {name!r}: db_bench has no such flag")
-        out[name] = _plain(name, value)
+        out[name] = _flag_value(name, value)
     return out
 
 
-def _plain(name: str, value: Any) -> FlagValue:
+def _flag_value(name: str, value: Any) -> FlagValue:
+    """A db_bench flag's value as a bool, int, float or plain text, or why it cannot be one."""
     if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
         return bool(value)  # a numpy bool too
     if isinstance(value, numbers.Integral):
