@@ -25,7 +25,7 @@ from stortune.cli.progress import ConsoleReporter
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.runner import Outcome, RunRules
-from stortune.measure.tuning import TuneSettings
+from stortune.measure.tuning import DEFAULT_BUDGET, TuneSettings
 from stortune.objective import Objective, parse_bounds
 from stortune.space import load_space
 from stortune.store import Store
@@ -72,7 +72,7 @@ def settings_of(
 ) -> TuneSettings:
     return TuneSettings(
         intensify=intensify,
-        budget=budget if budget is not None or seconds is not None else 20,
+        budget=budget if budget is not None or seconds is not None else DEFAULT_BUDGET,
         seconds=seconds,
         repetitions=repetitions,
         target_ci=target_ci,
@@ -104,7 +104,8 @@ def register(app: typer.Typer) -> None:
         ),
         budget: int = typer.Option(
             None,
-            help="Evaluations (configs) in total \\[default: 20; on --resume: as stored].",
+            help=f"Evaluations (configs) in total \\[default: {DEFAULT_BUDGET}; on --resume: as "
+            "stored].",
             callback=checks.COUNT,
         ),
         seconds: float = typer.Option(

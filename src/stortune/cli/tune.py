@@ -27,6 +27,7 @@ from stortune.cli.run import settings_of
 from stortune.enums import RiskScope
 from stortune.errors import StortuneError
 from stortune.measure.runner import RunRules
+from stortune.measure.tuning import DEFAULT_BUDGET
 from stortune.objective import Objective, parse_bounds
 from stortune.outputs import writing
 from stortune.space import Config, Space, load_space
@@ -129,7 +130,7 @@ def register(app: typer.Typer) -> None:
         ),
         budget: int = typer.Option(
             None,
-            help="Evaluations in total \\[default: 30; on --resume: as stored].",
+            help=f"Evaluations in total \\[default: {DEFAULT_BUDGET}; on --resume: as stored].",
             callback=checks.COUNT,
         ),
         seconds: float = typer.Option(
@@ -302,7 +303,7 @@ def register(app: typer.Typer) -> None:
                         json_out,
                     ),
                     settings=settings_of(
-                        budget if budget is not None or seconds is not None else 30,
+                        budget,
                         seconds,
                         repetitions,
                         reference_every=target_options.reference_every(reference_every, target),

@@ -56,6 +56,7 @@ from stortune.workloads.base import Workload
 DEFAULT_SOURCE = "default"  # a trial's info['source'] when the plan chose the default config
 REFERENCE_SEQ = -1  # the reference trial's sequence number (the tuner's trials count from 0)
 MAX_BUDGET = 100_000  # evaluations: more is a typo, and a campaign that could never finish
+DEFAULT_BUDGET = 30  # evaluations of a campaign given no budget, `stortune run` or `tune`
 # A run other work kept spoiling (the runner measured it again, waiting for quiet each time, and
 # gave up) is visited again this many times before its config is told to the tuner without it:
 # a failure the config did not cause would steer the tuner away from it.
@@ -70,7 +71,7 @@ def no_state(metrics: Mapping[str, float]) -> dict[str, float]:
 
 @dataclass
 class TuneSettings:
-    budget: int | None = 20
+    budget: int | None = DEFAULT_BUDGET
     seconds: float | None = None
     repetitions: int = 3
     confidence: float = 0.9
