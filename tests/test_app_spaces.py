@@ -13,7 +13,6 @@ from stortune.space import Application, load_space
 from stortune.space.risk import risks_of, risky_variants, safe_space
 from stortune.targets.localfs import LocalFsTarget
 from stortune.tuners import make_tuner
-from stortune.tuners.render import install_files
 
 APP_SPACES = ("postgres-stack", "rocksdb-stack")
 
@@ -47,13 +46,13 @@ def test_a_postgres_recommendation_prints_postgresql_conf_lines_and_says_restart
     space = load_space("postgres-stack")
     config = {**space.default_config(), "shared_buffers": 192, "wal_compression": "lz4"}
     config["fs"] = "xfs"
-    files = {f.path: f for f in install_files("localfs", space.validate(config), space)}
+    files = {f.path: f for f in LocalFsTarget.install_files(space.validate(config), space)}
     assert {"etc/fstab", "postgresql.conf"} <= set(files)
     conf = files["postgresql.conf"]
     assert conf.text.splitlines() == ["shared_buffers = '192MB'", "wal_compression = 'lz4'"]
     assert "restart" in conf.how and "shared_buffers" in conf.how
     reload_only = {**space.default_config(), "checkpoint_timeout": 900}
-    conf = {f.path: f for f in install_files("localfs", reload_only, space)}["postgresql.conf"]
+    conf = {f.path: f for f in LocalFsTarget.install_files(reload_only, space)}["postgresql.conf"]
     assert conf.text == "checkpoint_timeout = '900s'\n"
     assert "reload" in conf.how and "restart" not in conf.how
 
@@ -64,7 +63,7 @@ def test_a_rocksdb_recommendation_places_each_option_where_rocksdb_reads_it() ->
         {**space.default_config(), "bloom_bits": 10, "compaction_style": "universal",
          "max_background_jobs": 4, "sync": False}
     )  # fmt: skip
-    files = {f.path: f.text for f in install_files("localfs", config, space)}
+    files = {f.path: f.text for f in LocalFsTarget.install_files(config, space)}
     assert "etc/fstab" not in files  # the stack is at its defaults
     ini = files["OPTIONS.ini"]
     assert "[DBOptions]\n  max_background_jobs=4\n" in ini
@@ -74,7 +73,7 @@ def test_a_rocksdb_recommendation_places_each_option_where_rocksdb_reads_it() ->
     assert "--compaction_style=1" in files["db_bench.flags"]  # db_bench's number for it
     # the whole set, even at the space's defaults: db_bench's and the space's defaults are
     # not the library's (a synced WAL, an 8 MiB block cache)
-    default = {f.path: f.text for f in install_files("localfs", space.default_config(), space)}
+    default = {f.path: f.text for f in LocalFsTarget.install_files(space.default_config(), space)}
     assert default["WriteOptions"] == "disableWAL=false\nsync=true\n"
     assert "block_cache=8388608" in default["OPTIONS.ini"]
     assert "filter_policy" not in default["OPTIONS.ini"]  # -1: no filter, nothing to set

@@ -212,7 +212,9 @@ def test_rank_with_a_budget_needs_a_space() -> None:
     argv = [*STORTUNE, "rank", "--budget", "8", "--command", "true"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: --budget needs --space (the parameters to sample)"
+    assert result.stderr.strip() == (
+        "error: a new campaign needs --space: the command target has no space of its own"
+    )
 
 
 def test_rank_warns_of_too_few_configs_and_an_assumed_direction(

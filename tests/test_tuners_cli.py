@@ -114,9 +114,12 @@ def test_a_new_campaign_needs_a_space_and_an_objective(files: dict) -> None:
 
 
 def test_recommendations_take_the_targets_native_form() -> None:
-    from stortune.space import load_space
+    from stortune.space import Config, Space, load_space
+    from stortune.targets.install import install_files_for, render_files
     from stortune.targets.localfs import available_filesystems
-    from stortune.tuners.render import render
+
+    def render(kind: str, config: Config, space: Space, header: str) -> str:
+        return render_files(install_files_for(kind, config, space), header)
 
     ceph = load_space("ceph")
     config = ceph.default_config()

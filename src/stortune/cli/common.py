@@ -131,12 +131,14 @@ def campaign_objective(
     and the target report before anything is stored or measured; each choice made from a
     declaration is said in one line (not under --json: the campaign stores what was chosen)."""
     from stortune.measure.metricnames import check_campaign_metrics
-    from stortune.objective import Guardrail
+    from stortune.objective import Guardrail, Objective
     from stortune.workloads.declared import objective_for
 
     if guardrails and no_guardrails:
         raise StortuneError("--guardrail and --no-guardrails: give one or the other")
     chosen = [] if no_guardrails else [Guardrail.parse(g) for g in guardrails] or None
+    if fallback is None and target is not None and target.default_objective:
+        fallback = Objective.parse(target.default_objective)
     notes: list[str] = []
     objective = objective_for(workloads, given, chosen, fallback=fallback, say=notes.append)
     try:

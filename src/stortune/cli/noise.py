@@ -19,7 +19,6 @@ from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import sweep_time_estimate
 from stortune.objective import Objective
 from stortune.outputs import writing
-from stortune.space import load_space
 from stortune.store import Store
 from stortune.units import number
 from stortune.workflows.reporting import run_measuring
@@ -31,7 +30,9 @@ def register(app: typer.Typer) -> None:
     @target_options.with_target_options
     def noise_command(
         targets: target_options.TargetOptions,
-        space: str = typer.Option("localfs", "--space", "-s", help="Space file or bundled name."),
+        space: str = typer.Option(
+            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+        ),
         config: list[str] = typer.Option(
             [], "--config", "-c", help="The config to study, NAME=VALUE (default: the default)."
         ),
@@ -76,9 +77,10 @@ def register(app: typer.Typer) -> None:
                 measuring.seconds = seconds
                 run_measuring(measuring, reporter, resume)
             else:
-                s = load_space(space)
+                target = targets.build_with_space(space)
+                s = target.space
+                assert s is not None
                 studied = s.validate(parse_assignments(config))
-                target = targets.build(s)
                 workloads = targets.workloads(target)[:1]
                 metric = Objective.parse(objective)
                 check_campaign_metrics(metric, workloads, target)  # before anything is stored

@@ -37,7 +37,6 @@ from stortune.measure.metricnames import check_campaign_metrics
 from stortune.measure.runner import RunRules
 from stortune.objective import Objective
 from stortune.outputs import writing
-from stortune.space import load_space
 from stortune.store import Store
 from stortune.units import number
 from stortune.workflows.rank import sample_space
@@ -124,15 +123,14 @@ def measure_sample(
 ) -> str:
     """`rank --budget N`: a Latin hypercube of N configs measured on the target (stored as a
     campaign of kind sample, so it can be ranked again or resumed); returns its name."""
-    if not space_name:
-        raise RankError("--budget needs --space (the parameters to sample)")
     if budget < 2:
         raise RankError(f"--budget must be at least 2 configs to rank, not {budget}")
-    objective = objective or ("total.bw_mbs:max" if targets.kind == "localfs" else None)
+    target = targets.build_with_space(space_name)
+    space = target.space
+    assert space is not None
+    objective = objective or target.default_objective
     if not objective:
         raise RankError(f"--budget on the {targets.kind} target needs --objective METRIC")
-    space = load_space(space_name)
-    target = targets.build(space)
     workloads = targets.workloads(target)
     measured = Objective.parse(objective)
     check_campaign_metrics(measured, workloads, target)  # before anything is stored
@@ -172,12 +170,15 @@ def register(app: typer.Typer) -> None:
             help="Instead of --from: measure this many configs of --space, a Latin hypercube, "
             "on the target, then rank them.",
         ),
-        space: str = typer.Option(None, "--space", "-s", help="--budget: space file or name."),
+        space: str = typer.Option(
+            None, "--space", "-s", help="--budget: space file or name [default: the target's own]."
+        ),
         objective: str = typer.Option(
             None,
             "--objective",
             "-o",
-            help="--budget: METRIC[:max|min] to measure \\[default: total.bw_mbs:max on localfs].",
+            help="--budget: METRIC[:max|min] to measure \\[default: the target's own, "
+            "total.bw_mbs:max on localfs].",
         ),
         repetitions: int = typer.Option(
             1,

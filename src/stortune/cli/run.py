@@ -22,12 +22,10 @@ from stortune.cli.common import (
     told_last,
 )
 from stortune.cli.progress import ConsoleReporter
-from stortune.errors import StortuneError
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import DEFAULT_BUDGET, TuneSettings
 from stortune.objective import Objective, parse_bounds
-from stortune.space import load_space
 from stortune.store import Store
 from stortune.tuners import tuner_names
 from stortune.workflows.recommend import advice_line
@@ -87,7 +85,9 @@ def register(app: typer.Typer) -> None:
     @target_options.with_target_options
     def run_command(
         targets: target_options.TargetOptions,
-        space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
+        space: str = typer.Option(
+            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+        ),
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
         objective: list[str] = typer.Option(
             [],
@@ -177,10 +177,9 @@ def register(app: typer.Typer) -> None:
                 )
             print_outcome(result.outcome, _metric(result), json_out)
             return
-        if not space:
-            raise StortuneError("a new campaign needs --space and --objective")
-        s = load_space(space)
-        target = targets.build(s)
+        target = targets.build_with_space(space)
+        s = target.space
+        assert s is not None
         workloads = targets.workloads(target)
         job = TuneJob(  # built (job files, metric names checked) before the store is touched
             space=s,

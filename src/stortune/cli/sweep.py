@@ -25,12 +25,9 @@ from stortune.measure.runner import RunRules
 from stortune.measure.sweeping import SweepSettings, sweep_time_estimate
 from stortune.objective import Objective
 from stortune.sampling import config_key, sample
-from stortune.space import load_space
 from stortune.store import Store
 from stortune.workflows.reporting import run_measuring
 from stortune.workflows.sweep import new_sweep
-
-DEFAULT_OBJECTIVE = "total.bw_mbs:max"
 
 
 def _measured_keys(db: Store, campaigns: list[str]) -> set[str]:
@@ -45,13 +42,16 @@ def register(app: typer.Typer) -> None:
     @target_options.with_target_options
     def sweep_command(
         targets: target_options.TargetOptions,
-        space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
+        space: str = typer.Option(
+            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+        ),
         objective: str = typer.Option(
             None,
             "--objective",
             "-o",
             help="METRIC[:max|min] summarised per config \\[default: the objective the "
-            f"workloads' job files declare alike, else {DEFAULT_OBJECTIVE}].",
+            "workloads' job files declare alike, else the target's own: total.bw_mbs:max on "
+            "localfs].",
         ),
         guardrail: list[str] = GuardrailOption,
         no_guardrails: bool = NoGuardrailsOption,
@@ -106,9 +106,9 @@ def register(app: typer.Typer) -> None:
             if resume:
                 measuring = open_campaign(db, resume)
             else:
-                if not space:
-                    raise StortuneError("a new sweep needs --space")
-                s = load_space(space)
+                target = targets.build_with_space(space)
+                s = target.space
+                assert s is not None
                 measured = _measured_keys(db, exclude_measured)
                 drawn = sample(s, design, limit, seed, levels, exclude=measured)
                 configs = drawn.configs
@@ -117,7 +117,6 @@ def register(app: typer.Typer) -> None:
                         f"no configs left to measure: {', '.join(exclude_measured)} measured "
                         f"every config of the design"
                     )
-                target = targets.build(s)
                 workloads = targets.workloads(target)
                 chosen = campaign_objective(
                     workloads,
@@ -126,7 +125,6 @@ def register(app: typer.Typer) -> None:
                     guardrail,
                     no_guardrails,
                     json_out,
-                    fallback=Objective.parse(DEFAULT_OBJECTIVE),
                 )
                 runtime = max((w.expected_seconds or 0 for w in workloads if w), default=0)
                 runs = len(configs) * repetitions * len(workloads)

@@ -159,6 +159,18 @@ class TargetOptions:
         values = {k: v for k, v in self.values.items() if k in own}
         return cls(space, **values)
 
+    def build_with_space(self, space: str | None) -> Target:
+        """The target with `space` (a file or bundled name), else with its own: the bundled
+        space it declares, or one it infers from its data (a table)."""
+        from stortune.space import load_space
+
+        target = self.build(load_space(space) if space else None)
+        if target.space is None:
+            raise StortuneError(
+                f"a new campaign needs --space: the {self.kind} target has no space of its own"
+            )
+        return target
+
     def workloads(self, target: Target) -> list[Workload | None]:
         if self.runtime is not None and not (math.isfinite(self.runtime) and self.runtime > 0):
             raise StortuneError(

@@ -105,7 +105,9 @@ def register(app: typer.Typer) -> None:
     @target_options.with_target_options
     def tune_command(
         targets: target_options.TargetOptions,
-        space: str = typer.Option(None, "--space", "-s", help="Space file or bundled name."),
+        space: str = typer.Option(
+            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+        ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
         reference_every: int = target_options.REFERENCE_EVERY,
@@ -280,11 +282,8 @@ def register(app: typer.Typer) -> None:
                     reporter=reporter,
                 )
             else:
-                if not (space or targets.kind == "table"):
-                    raise StortuneError("a new campaign needs --space and --objective")
-                given = load_space(space) if space else None  # a table infers its own
-                target = targets.build(given)
-                whole = given or target.space
+                target = targets.build_with_space(space)
+                whole = target.space
                 assert whole is not None
                 compared = compared_configs(compare, whole)  # a bad file fails before tuning
                 workloads = targets.workloads(target)

@@ -635,7 +635,7 @@ def _size(size: Any) -> str:
 
 def recommendation_section(ctx: Context) -> Section:
     """The config to use, in the form the target takes it (mkfs/mount/sysctl, ceph.conf, ...)."""
-    from stortune.tuners.render import render
+    from stortune.targets.install import install_files_for, render_files
 
     found = _part(ctx, "recommendation")
     section = Section("recommendation", "Recommended config")
@@ -650,7 +650,8 @@ def recommendation_section(ctx: Context) -> Section:
     space = ctx.whole or ctx.space  # a ranked campaign's own space pins what it did not tune
     if space is not None:
         try:
-            section.code = render(str(ctx.campaign.target.get("kind", "")), config, space, header)
+            kind = str(ctx.campaign.target.get("kind", ""))
+            section.code = render_files(install_files_for(kind, config, space), header)
         except Exception as exc:  # noqa: BLE001 - a config the space no longer takes
             section.text.append(f"The config cannot be rendered in the target's form: {exc}")
     if not section.code:

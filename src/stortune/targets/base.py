@@ -29,6 +29,7 @@ from stortune.workloads.base import Measurement, Need, Venue, Workload
 
 if TYPE_CHECKING:
     from stortune.store import Run
+    from stortune.targets.install import InstallFile
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,9 @@ class Target(ABC):
     # targets that replay data or evaluate a model say False.
     measures_machine: ClassVar[bool] = True
     default_space: ClassVar[str | None] = None  # the bundled space a target uses when given none
+    # METRIC:max|min a new campaign optimises when given no --objective and its workloads
+    # declare none (`campaign_objective`); None: the user must say
+    default_objective: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -188,6 +192,25 @@ class Target(ABC):
             from stortune.targets import register
 
             register(cls)
+
+    # ---- what a production system installs ---------------------------------------------------
+    @classmethod
+    def install_files(cls, config: Config, space: Space) -> list[InstallFile]:
+        """The files that hold `config`'s changes from the space's defaults as a production
+        system installs them (`system_files`), then each application's own options where it
+        reads them (postgresql.conf lines, RocksDB options). A class method: a stored
+        campaign's recommendation needs no live target."""
+        from stortune.targets.install import application_files
+
+        return cls.system_files(config, space) + application_files(config, space)
+
+    @classmethod
+    def system_files(cls, config: Config, space: Space) -> list[InstallFile]:
+        """The target's own part of `install_files`: ``name = value`` lines unless the target
+        has a native form (fstab and sysctl.d, ceph.conf)."""
+        from stortune.targets.install import plain_files
+
+        return plain_files(config, space)
 
     # ---- spec -------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

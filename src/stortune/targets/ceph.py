@@ -34,7 +34,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stortune.ceph import perf
 from stortune.ceph.client import CephClient, asok_command
@@ -54,6 +54,9 @@ from stortune.system.sysmetrics import SystemSampler
 from stortune.targets.base import Target, TargetSettings, require_root, setting
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+if TYPE_CHECKING:
+    from stortune.targets.install import InstallFile
 
 MODES = ("local", "existing")
 POOL_LAYER = "pool"
@@ -110,9 +113,20 @@ class CephTarget(Target):
     provides = frozenset({Need.RADOS_POOL})
     default_workloads = ("rados-rand",)
     default_space = "ceph"
+    default_objective = "bw_mbs:max"
     settings: CephSettings
     daemon_layers: dict[str, tuple[str, ...]] = DAEMON_LAYERS  # layer -> daemon kinds reading it
     layer_sections: dict[str, tuple[str, ...]] = LAYER_SECTIONS  # layer -> config sections
+
+    @classmethod
+    def system_files(cls, config: Config, space: Space) -> list[InstallFile]:
+        """The changed options as ceph.conf sections, each under the daemon that reads it."""
+        from stortune.targets.install import InstallFile
+
+        text = ceph_conf_section(config, space)
+        if not text.strip():
+            return []
+        return [InstallFile("ceph.conf", "merge these sections into /etc/ceph/ceph.conf", text)]
 
     def __init__(
         self,

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stortune.ceph import perf
 from stortune.ceph.client import asok_command, short_socket_path
@@ -72,6 +72,9 @@ from stortune.system.journal import Journal, StateFolder
 from stortune.targets.base import setting
 from stortune.targets.ceph import DAEMON_LAYERS, LAYER_SECTIONS, CephSettings, CephTarget
 from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+if TYPE_CHECKING:
+    from stortune.targets.install import InstallFile
 
 LAYOUT_LAYER = "layout"
 FUSE_ID = "fuse"  # ceph-fuse mounts as client.fuse: the client options' section
@@ -135,8 +138,17 @@ class CephFSTarget(CephTarget):
     provides = frozenset({Need.DIRECTORY})
     default_workloads = ("fileserver",)
     default_space = "cephfs"
+    default_objective = "total.bw_mbs:max"
     settings: CephFSSettings
     daemon_layers = {**DAEMON_LAYERS, "mds": ("mds",)}
+
+    @classmethod
+    def system_files(cls, config: Config, space: Space) -> list[InstallFile]:
+        """Directory layouts and ceph-fuse options have no ceph.conf home: ``name = value``
+        lines, as for a target with no native form."""
+        from stortune.targets.install import plain_files
+
+        return plain_files(config, space)
 
     def __init__(
         self,

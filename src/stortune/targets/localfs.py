@@ -32,7 +32,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stortune.errors import TargetError
 from stortune.space import Config, Cost, Parameter, Space
@@ -42,6 +42,9 @@ from stortune.targets import device as devmetrics
 from stortune.targets.base import Target, TargetSettings, require_root, setting
 from stortune.units import parse_size
 from stortune.workloads.base import Measurement, Need, Venue, Workload
+
+if TYPE_CHECKING:
+    from stortune.targets.install import InstallFile
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +105,15 @@ class LocalFsTarget(Target):
     provides = frozenset({Need.DIRECTORY})
     default_workloads = ("fileserver",)
     default_space = "localfs"
+    default_objective = "total.bw_mbs:max"
     settings: LocalFsSettings
+
+    @classmethod
+    def system_files(cls, config: Config, space: Space) -> list[InstallFile]:
+        """mkfs command, fstab line, sysctl.d, and the block queue as tmpfiles.d and udev."""
+        from stortune.targets.install import localfs_files
+
+        return localfs_files(config, space)
 
     def __init__(
         self,

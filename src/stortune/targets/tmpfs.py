@@ -42,6 +42,7 @@ class TmpfsTarget(Target):
     provides = frozenset({Need.DIRECTORY})
     default_workloads = ("fileserver",)
     default_space = "tmpfs"
+    default_objective = "total.bw_mbs:max"
     settings: TmpfsSettings
 
     def __init__(

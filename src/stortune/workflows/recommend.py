@@ -17,7 +17,7 @@ from stortune.measure.verify import (
 from stortune.space import Config
 from stortune.space.risk import Risk, risks_of
 from stortune.store import Store
-from stortune.tuners.render import InstallFile, install_files, render_files
+from stortune.targets.install import InstallFile, install_files_for, render_files
 
 __all__ = ["Advice", "Recommendation", "advice_line", "advise", "recommend"]
 
@@ -80,7 +80,7 @@ def recommend(store: Store, name: str) -> Recommendation:
         lines.extend(f"  guardrail {check.text()}" for check in result.guardrails)
         for risk in risks_of(space, verification.configs.get(label, {}) if verification else {}):
             lines.append(f"RISK of {label}: {risk.text()}")
-    files = install_files(str(tuned.target.get("kind", "")), config, space)
+    files = install_files_for(str(tuned.target.get("kind", "")), config, space)
     text = render_files(files, "\n".join(lines))
     gain = results["best"].gain if "best" in results else None
     return Recommendation(tuned.name, config, why, gain, text, risks, advice, files, verification)

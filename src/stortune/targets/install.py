@@ -1,10 +1,12 @@
 """A tuned config as the files a production system installs (SAPPHIRE's test-cluster-to-
-production recommendation): for localfs an mkfs command without the benchmark's own flags, an
+production recommendation). Each target says which files its config makes
+(`Target.install_files`): for localfs an mkfs command without the benchmark's own flags, an
 /etc/fstab line, an /etc/sysctl.d file, and the block-queue settings as an /etc/tmpfiles.d file
-and a udev rule; for Ceph a ceph.conf section; ``name = value`` lines otherwise. An
-application's own options follow, where it reads them: postgresql.conf lines (saying whether a
-reload or a restart applies them), RocksDB's OPTIONS-file sections and WriteOptions. Only values
-away from the space's defaults appear: what there is to change.
+and a udev rule (`localfs_files`); for Ceph a ceph.conf section; ``name = value`` lines
+otherwise (`plain_files`). An application's own options follow, where it reads them:
+postgresql.conf lines (saying whether a reload or a restart applies them), RocksDB's
+OPTIONS-file sections and WriteOptions. Only values away from the space's defaults appear:
+what there is to change.
 
 The renderings reuse the targets' own builders (`targets.ceph.ceph_conf_section`, the localfs
 target's `changes`), so a recommendation says exactly what the measured config set. Two
@@ -34,22 +36,22 @@ class InstallFile:
     text: str
 
 
-def install_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
-    """The files holding `config`'s changes from the defaults, for a target of `kind`, then
-    each application's own (postgresql.conf lines, RocksDB options)."""
-    return _system_files(kind, config, space) + application_files(config, space)
+def install_files_for(kind: str, config: Config, space: Space) -> list[InstallFile]:
+    """What a stored campaign of target `kind` installs (`Target.install_files`); ``name =
+    value`` lines when `kind` is no target this version knows."""
+    from stortune.errors import TargetError
+    from stortune.targets import target_class
+    from stortune.targets.base import Target
+
+    try:
+        cls = target_class(kind)
+    except TargetError:
+        cls = Target
+    return cls.install_files(config, space)
 
 
-def _system_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
-    if kind == "ceph":
-        from stortune.targets.ceph import ceph_conf_section
-
-        text = ceph_conf_section(config, space)
-        if not text.strip():
-            return []
-        return [InstallFile("ceph.conf", "merge these sections into /etc/ceph/ceph.conf", text)]
-    if kind == "localfs":
-        return _localfs(config, space)
+def plain_files(config: Config, space: Space) -> list[InstallFile]:
+    """A target with no native form of its own: its changed values as ``name = value`` lines."""
     parent = space.root
     values = space.full_config(config)
     lines = [
@@ -62,11 +64,6 @@ def _system_files(kind: str, config: Config, space: Space) -> list[InstallFile]:
     return [
         InstallFile("stortune.conf", "set these values in your system", "\n".join(lines) + "\n")
     ]
-
-
-def render(kind: str, config: Config, space: Space, header: str) -> str:
-    """The recommendation as one text (see `render_files`)."""
-    return render_files(install_files(kind, config, space), header)
 
 
 def render_files(files: list[InstallFile], header: str) -> str:
@@ -87,7 +84,8 @@ def fsck_pass(fs: str) -> int:
     return 0 if fs in NO_BOOT_FSCK else 2
 
 
-def _localfs(config: Config, space: Space) -> list[InstallFile]:
+def localfs_files(config: Config, space: Space) -> list[InstallFile]:
+    """The localfs target's changes as mkfs, fstab, sysctl.d, tmpfiles.d and udev files."""
     from stortune.targets.localfs import LocalFsTarget
 
     target = LocalFsTarget(space)
