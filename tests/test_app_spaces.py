@@ -89,7 +89,7 @@ def test_no_risky_value_is_proposed_unless_risk_is_allowed(name: str) -> None:
     proposals = []
     for tuner_name in ("random", "tpe"):
         tuner = make_tuner(tuner_name, safe, seed=1)
-        for i in range(600 if tuner_name == "random" else 150):
+        for i in range(690 if tuner_name == "random" else 60):
             config = tuner.ask()
             tuner.tell(config, float(math.sin(i) + 2))
             proposals.append(config)

@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "data" / "localfs.csv"
 TINY_CSV = REPO / "tests" / "data" / "store-0.1.0" / "tiny.csv"
 
-TOTAL = int(os.environ.get("STORTUNE_FUZZ_EXAMPLES", "3200"))
+TOTAL = int(os.environ.get("STORTUNE_FUZZ_EXAMPLES", "2000"))
 SHARES = {  # of TOTAL, by the inputs each family gets at the default
     "space_text": 720 / 3200,
     "expressions": 480 / 3200,
