@@ -34,6 +34,9 @@ from stortune.workloads.base import Workload
 class RankMethod(StrEnum):
     CARVER = "carver"
     LASSO = "lasso"
+    # Carver's and Lasso's top K taken in turns, Carver first: the parameters either finds,
+    # Carver's own (its groups of configs) before Lasso's (a linear fit) at each rank
+    CARVER_LASSO = "carver-lasso"
 
 
 class Hold(StrEnum):
@@ -145,8 +148,6 @@ def rank_space(
     returns its campaign's name; it is called when the store has fewer than the sample size
     (default: max(20, 2 x parameters); Lasso ranks with fewer samples than parameters, as
     SAPPHIRE did on Ceph)."""
-    from stortune.importance import rank_dataset
-
     needed = options.budget or max(20, 2 * len(space))
     dataset = stored_dataset(store, space, objective.metric, objective.direction)
     have = 0 if dataset is None else len(dataset.aggregated().frame)
@@ -156,19 +157,26 @@ def rank_space(
         dataset = stored_dataset(store, space, objective.metric, objective.direction)
     if dataset is None:
         raise StortuneError("no successful run to rank the parameters with")
+    return ranked_space(dataset, space, options, objective, samples)
+
+
+def ranked_space(
+    dataset: Dataset,
+    space: Space,
+    options: RankOptions,
+    objective: Objective,
+    samples: Sequence[str] = (),
+) -> Ranking:
+    """The space to tune from a ranking of `dataset` on `objective`'s metric (a column of it):
+    the top K free with their parents, the others pinned (see the module doc)."""
     dataset = replace(dataset, params=rankable(space, dataset.params))
-    strategy = "top-n" if options.method == RankMethod.CARVER else None
-    result = rank_dataset(dataset, options.method, objective.metric, strategy, options.top_k)
-    free = with_parents(space, top_k(result, options.top_k))
+    top = top_parameters(dataset, options.method, objective.metric, options.top_k, space)
+    free = with_parents(space, top)
     means = dataset.aggregated().frame
-    best_row = means.sort_values(
-        objective.metric, ascending=objective.direction == Direction.MIN
-    ).iloc[0]
     held: Config = {}
     start: Config = {}
     if options.hold == Hold.BEST:  # and the free ones start there: the first evaluation is it
-        best = {n: config_value(best_row[n]) for n in space.names}
-        start = {n: v for n, v in best.items() if v is not None}
+        start = best_known(dataset, space, objective)
         held = {n: v for n, v in start.items() if n not in free}
     return Ranking(
         pin(space, free, held, start),
@@ -177,8 +185,42 @@ def rank_space(
         len(means),
         options.method,
         thin_ranking_warning(len(means), len(space)),
-        samples,
+        list(samples),
     )
+
+
+def top_parameters(
+    dataset: Dataset, method: str, metric: str, k: int, space: Space | None = None
+) -> list[str]:
+    """The first `k` parameters of `dataset` for `metric` by `method`, among those `space`
+    holds (when given: a dataset can hold more)."""
+    from stortune.importance import rank_dataset
+
+    if method == RankMethod.CARVER_LASSO:
+        carver = top_parameters(dataset, RankMethod.CARVER, metric, k)
+        lasso = top_parameters(dataset, RankMethod.LASSO, metric, k)
+        found = [name for pair in zip(carver, lasso, strict=False) for name in pair]
+    else:
+        strategy = "top-n" if method == RankMethod.CARVER else None
+        found = top_k(rank_dataset(dataset, str(method), metric, strategy, k), k)
+    return [n for n in dict.fromkeys(found) if space is None or n in space][:k]
+
+
+def best_known(dataset: Dataset, space: Space, objective: Objective) -> Config:
+    """The config of `dataset` with the best mean on `objective`'s metric among those `space`
+    holds (a sample drawn before a value was found risky can hold it), without the parameters
+    its rows leave inactive."""
+    frame = dataset.aggregated().frame.dropna(subset=[objective.metric])
+    frame = frame.sort_values(objective.metric, ascending=objective.direction == Direction.MIN)
+    for _, row in frame.iterrows():
+        config = {n: config_value(row[n]) for n in space.names if n in row.index}
+        config = {n: v for n, v in config.items() if v is not None}
+        try:
+            space.validate(config)
+        except StortuneError:
+            continue
+        return config
+    raise StortuneError(f"no config of {dataset.source} is in the space {space.name!r}")
 
 
 def thin_ranking_warning(configs: int, parameters: int) -> str | None:
