@@ -23,7 +23,8 @@ latency with `--objective`), with its guardrails (p99 latency; or tps) beside it
 
 Needs root. Run: python bench/app_gains.py [--workloads pgbench,rocksdb-fillrandom]
   [--objective lat_p99_ms:min] [--budget 10] [--sample 16] [--runtime 20] [--verify 5]
-Results: bench/results/app-gains.json and the Markdown table printed at the end.
+Results: bench/results/app-gains.json and the Markdown table printed at the end (`--no-run`:
+measure nothing, the rows from the store as it is).
 """
 
 from __future__ import annotations
@@ -35,19 +36,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stack_gains import (
+import gains
+from gains import (
     Console,
     done,
     exists,
     finish,
-    json_plain,
+    no_run,
     rows_for,
     seconds_of,
-    table,
     tune_campaign,
     verified_labels,
     verify_all,
 )
+from gains_table import json_plain, table
 
 from stortune.errors import StortuneError
 from stortune.measure.results import campaign_best
@@ -114,6 +116,7 @@ def measure_workload(
         if exists(store, stortune):
             finish(store, stortune, console)
         else:
+            no_run(stortune)
             job = TuneJob(
                 space=space,
                 target=target,
@@ -188,11 +191,16 @@ def add_stortune_over_peers(
 
 def write(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """Merge the rows into the results file, each with the command that measured it: rows of
-    workloads not measured now stay."""
+    workloads not measured now stay (with `--no-run`, a row keeps the command recorded)."""
+    existing = json.loads(args.out.read_text()) if args.out.exists() else {}
     command = "python bench/app_gains.py " + " ".join(sys.argv[1:])
+    recorded = {
+        (r["workload"], r["objective"], r["label"]): r.get("command")
+        for r in existing.get("rows", [])
+    }
     for row in rows:
-        row["command"] = command
-    existing = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        key = (row["workload"], row["objective"], row["label"])
+        row["command"] = recorded.get(key) or command if args.no_run else command
     measured = {(r["workload"], r["objective"]) for r in rows}
     kept = [r for r in existing.get("rows", []) if (r["workload"], r["objective"]) not in measured]
     result = {
@@ -200,8 +208,8 @@ def write(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "rows": kept + rows,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=json_plain) + "\n")
 
 
 def main() -> None:
@@ -219,7 +227,12 @@ def main() -> None:
     parser.add_argument("--image-size", default="4g")
     parser.add_argument("--memory-limit", default="384m")
     parser.add_argument("--store", default=str(REPO / "bench" / "results" / "app-gains.db"))
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
+    parser.add_argument(
+        "--no-run", action="store_true", help="measure nothing: the rows from the store as it is"
+    )
     args = parser.parse_args()
+    gains.NO_RUN = args.no_run
     console = Console()
     rows: list[dict[str, Any]] = []
     try:
@@ -238,7 +251,7 @@ def main() -> None:
                 f"{row['stortune_over']:.2f}x ({row['stortune_over_low']:.2f}-"
                 f"{row['stortune_over_high']:.2f})"
             )
-    print(f"\nwritten to {RESULTS}")
+    print(f"\nwritten to {args.out}")
 
 
 if __name__ == "__main__":

@@ -36,29 +36,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stack_gains import (
+import gains
+from gains import (
     Console,
+    best_of,
     done,
     exists,
     finish,
-    full_config,
-    gain_cell,
-    json_plain,
-    minutes_cell,
-    number,
+    no_run,
     rows_for,
     runs_of,
     seconds_of,
     verify_all,
 )
+from gains_table import gain_cell, json_plain, minutes_cell, number
 
 from stortune.errors import StortuneError
-from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.measure.verify import stored_gains
+from stortune.measure.verify import latest_verification, stored_gains
 from stortune.objective import Objective
-from stortune.space import Config, Space, load_space
+from stortune.space import Config, load_space
 from stortune.store import Store
 from stortune.targets.base import Target
 from stortune.tuners import DEFAULT_TUNER
@@ -93,18 +91,13 @@ def tune(
     if exists(store, name):
         finish(store, name, console, agent)
         return
+    no_run(name)
     settings = TuneSettings(budget=budget, repetitions=1, baseline=True, reference_every=10)
     start_tuning(
         store,
         TuneJob(settings=settings, tuner=tuner, name=name, agent=agent, **job),
         console,
     )
-
-
-def best_of(store: Store, name: str, space: Space) -> Config | None:
-    campaign = store.campaign(name)
-    best = campaign_best(campaign, store.trials(campaign.id))
-    return None if best is None else space.validate(full_config(best.config, campaign))
 
 
 def workload_rows(
@@ -156,12 +149,11 @@ def workload_rows(
         config = best_of(store, name, space)
         if config is not None:
             configs[verified_as[label]] = config
-    verified = f"{campaigns[anchor]}-verify"
-    verify_all(store, verified, campaigns[anchor], target, space, configs, args.verify, console)
+    verify_all(store, campaigns[anchor], target, space, configs, args.verify, console)
     steps = {label: args.steps for label in campaigns} | {"ddpg-long": args.long}
     before = {"ddpg-long": seconds_of(store, short)} if "ddpg-long" in campaigns else {}
     by_verified = {verified_as[label]: name for label, name in campaigns.items()}
-    rows = rows_for(store, w, space, by_verified, before)  # 100 steps' time from step 1
+    rows = rows_for(store, w, space, by_verified, configs, before)  # 100 steps' time from step 1
     add_metric_gains(store, campaigns[anchor], rows)
     label_of = {v: k for k, v in verified_as.items()}
     for row in rows:
@@ -172,7 +164,9 @@ def workload_rows(
             row["evaluations"] += args.steps  # the first campaign's, counted from step one
             row["runs"] += runs_of(store, short)
         row["paper_gain"] = PAPER_GAIN.get(w) if label.startswith("ddpg") else None
-    osd_size = store.campaign(verified).target.get("osd_size")  # as verified
+    verification = latest_verification(store, store.campaign(campaigns[anchor]))
+    assert verification is not None
+    osd_size = verification.target.get("osd_size")  # as verified
     for row in rows:
         row["osd_size"] = osd_size
     return rows
@@ -247,7 +241,11 @@ def main() -> None:
     )
     parser.add_argument("--store", default=str(REPO / "bench" / "results" / "magpie.db"))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--no-run", action="store_true", help="measure nothing: the rows from the store as it is"
+    )
     args = parser.parse_args()
+    gains.NO_RUN = args.no_run
     if args.verify < 3:
         parser.error("--verify: Magpie re-measures 3 times at least")
     if not args.tuners or set(args.tuners) - set(TUNERS):
@@ -261,6 +259,7 @@ def main() -> None:
             for w in args.workloads:
                 rows += workload_rows(args, store, target, w, console)
                 settings = {**vars(args), "out": str(args.out), "osds": args.osds}
+                settings.pop("no_run")
                 settings["page_cache_cap"] = "none: ceph-fuse caches in its object cacher"
                 settings["paper_average_gain"] = PAPER_AVERAGE_GAIN
                 settings["wall_seconds"] = time.monotonic() - started
