@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
         rank: str = typer.Option(
             None,
             "--rank",
-            help="Rank parameters first (carver or lasso) and tune the top K (and the parameters "
+            help="Rank parameters first (carver, lasso or carver-lasso) and tune the top K (and the parameters "
             "their conditions read).",
         ),
         top_k: int = typer.Option(
@@ -280,6 +280,7 @@ def register(app: typer.Typer) -> None:
                     verify_seconds=verify_seconds,
                     agent=agent,
                     reporter=reporter,
+                    measure_risks=measure_risks,
                 )
             else:
                 target = targets.build_with_space(space)

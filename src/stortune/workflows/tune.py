@@ -154,11 +154,8 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
             confidence=job.settings.confidence,
             max_seconds=job.verify_seconds,
         )
-        compare = dict(job.compare)
-        if job.measure_risks is not RiskScope.NONE and result.outcome.best_config is not None:
-            best = job.space.full_config(result.outcome.best_config)
-            only_application = job.measure_risks is RiskScope.APPLICATION
-            compare.update(risky_variants(job.space, best, only_application))
+        risky = _risky(job.space, result.outcome.best_config, job.measure_risks)
+        compare = {**job.compare, **risky}
         result.verification = _verify(
             store, measuring, job.space, job.target, compare, rules, reporter
         )
@@ -178,10 +175,12 @@ def resume_tuning(
     verify_seconds: float | None = None,
     agent: Path | None = None,
     reporter: Reporter | None = None,
+    measure_risks: RiskScope = RiskScope.NONE,
 ) -> TuneResult:
     """Continue a stored tuning campaign where it stopped (a budget may be raised), then
-    verify if asked. The default to compare with is the whole space's: `space`, else the one
-    an earlier verification kept, else the campaign's (pinned) space's."""
+    verify if asked (with the best's risky variants in `measure_risks`, as a start does). The
+    default to compare with is the whole space's: `space`, else the one an earlier
+    verification kept, else the campaign's (pinned) space's."""
     reporter = reporter or Silent()
     measuring = open_campaign(store, name, budget=budget, seconds=seconds)
     if not isinstance(measuring.plan, TunePlan):
@@ -206,10 +205,27 @@ def resume_tuning(
             result.verification = Verification.read(store, store.campaign(previous.name), campaign)
             return result
         rules = VerifyRules.of(verify_repetitions, verify_max, max_seconds=verify_seconds)
-        result.verification = _verify(
-            store, measuring, whole, target, dict(compare or {}), rules, reporter
-        )
+        # the campaign stored the space it searched (safe, unless --allow-risk): the risky
+        # values come from the whole space, given or bundled under the campaign's space name
+        whole_space = space or _bundled(campaign.space_name) or whole
+        risky = _risky(whole_space, result.outcome.best_config, measure_risks)
+        compared = {**(compare or {}), **risky}
+        result.verification = _verify(store, measuring, whole, target, compared, rules, reporter)
     return result
+
+
+def _bundled(name: str) -> Space | None:
+    from stortune.space import bundled_spaces, load_space
+
+    return load_space(name) if name in bundled_spaces() else None
+
+
+def _risky(space: Space, best: Config | None, scope: RiskScope) -> dict[str, Config]:
+    """The best config with each risky value in `scope` (application options, or all), to be
+    verified beside it: what each risk would buy, measured, never applied."""
+    if scope is RiskScope.NONE or best is None:
+        return {}
+    return risky_variants(space, space.full_config(best), scope is RiskScope.APPLICATION)
 
 
 def _unfinished_of_best(
