@@ -105,3 +105,17 @@ def test_the_demo_without_root_home_or_a_writable_folder_is_one_line(tmp_path: P
         "error: Invalid value for '--out': output folder 'stortune-demo': under /proc, the "
         "kernel's files (see --help)"
     ]
+
+
+def test_held_counts_takes_and_frees_on_the_last_release() -> None:
+    from stortune.system.reentry import Held
+
+    held: Held[str, int] = Held()
+    made = []
+    assert held.take("k", lambda: made.append(1) or 7) == 7
+    assert held.take("k", lambda: made.append(2) or 8) == 7  # taken again: counted, not made
+    assert made == [1]
+    assert held.release("k") is None  # still held once
+    assert list(held.values()) == [7]
+    assert held.release("k") == 7  # the last release hands it back to be freed
+    assert held.release("k") is None and list(held.values()) == []

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from stortune.errors import CampaignBusy, LeaseLost, StoreError, StortuneError
 from stortune.store import Campaign, Lease, Store
 from stortune.system.processes import pid_alive
+from stortune.system.reentry import Held
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ STALE_ENV = "STORTUNE_LEASE_STALE"
 BEATS_PER_STALE = 12  # heartbeats within the stale limit: a few may be late without harm
 ATTEMPTS = 5  # tries at taking a lease that other processes keep taking
 
-_held: dict[tuple[str, int], list] = {}  # (store url, campaign id) -> [lease, depth] here
+_held: Held[tuple[str, int], CampaignLease] = Held()  # (store url, campaign id) -> lease here
 
 
 def stale_seconds() -> float:
@@ -104,12 +105,10 @@ class CampaignLease:
 
     # ---- the context ------------------------------------------------------------------------
     def __enter__(self) -> CampaignLease:
-        held = _held.get(self._key)
-        if held is not None:
-            held[1] += 1
-            return held[0]
+        return _held.take(self._key, self._start)
+
+    def _start(self) -> CampaignLease:
         self._acquire()
-        _held[self._key] = [self, 1]
         self._thread = threading.Thread(
             target=self._beat, name=f"lease {self.campaign.name}", daemon=True
         )
@@ -119,14 +118,9 @@ class CampaignLease:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        held = _held.get(self._key)
-        if held is None:
+        holder = _held.release(self._key)
+        if holder is None:
             return
-        held[1] -= 1
-        if held[1] > 0:
-            return
-        del _held[self._key]
-        holder: CampaignLease = held[0]
         holder._stop.set()
         if holder._thread is not None:
             holder._thread.join()
@@ -198,7 +192,7 @@ def stale_because(held: Lease, now: float, stale: float) -> str | None:
     if held.host != socket.gethostname() or held.pid_space != pid_space():
         return None  # its pid means nothing here: only the heartbeat tells
     if held.pid == os.getpid():
-        if all(entry[0].token != held.token for entry in _held.values()):
+        if all(lease.token != held.token for lease in _held.values()):
             return "this process left it behind"
         return None
     return None if pid_alive(held.pid) else f"pid {held.pid} is gone"

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from stortune.errors import BusyError, StortuneError
+from stortune.system.reentry import Held
 
 
 def lock_dir() -> Path:
@@ -62,7 +63,7 @@ def exclusive_flock(path: Path, holder: str, busy: str) -> int:
     return fd
 
 
-_held: dict[Path, list[int]] = {}  # lock path -> [fd, depth] held by this process
+_held: Held[Path, int] = Held()  # lock path -> the fd this process holds it by
 
 
 class BenchmarkLock:
@@ -75,26 +76,21 @@ class BenchmarkLock:
         self.path = lock_dir() / "benchmark.lock"
 
     def __enter__(self) -> BenchmarkLock:
-        if self.path in _held:
-            _held[self.path][1] += 1
-            return self
-        fd = exclusive_flock(
+        _held.take(
             self.path,
-            f"pid {os.getpid()}, {self.what}",
-            "another stortune benchmark is measuring on this machine ({holder}); one at a "
-            f"time, since they would spoil each other's runs (lock: {self.path})",
+            lambda: exclusive_flock(
+                self.path,
+                f"pid {os.getpid()}, {self.what}",
+                "another stortune benchmark is measuring on this machine ({holder}); one at a "
+                f"time, since they would spoil each other's runs (lock: {self.path})",
+            ),
         )
-        _held[self.path] = [fd, 1]
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        held = _held.get(self.path)
-        if held is None:
-            return
-        held[1] -= 1
-        if held[1] == 0:
-            del _held[self.path]
-            os.ftruncate(held[0], 0)
-            os.close(held[0])
+        fd = _held.release(self.path)
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            os.close(fd)
