@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     def noise_command(
         targets: target_options.TargetOptions,
         space: str = typer.Option(
-            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+            None, "--space", "-s", help="Space file or bundled name \\[default: the target's own]."
         ),
         config: list[str] = typer.Option(
             [], "--config", "-c", help="The config to study, NAME=VALUE (default: the default)."

@@ -171,7 +171,10 @@ def register(app: typer.Typer) -> None:
             "on the target, then rank them.",
         ),
         space: str = typer.Option(
-            None, "--space", "-s", help="--budget: space file or name [default: the target's own]."
+            None,
+            "--space",
+            "-s",
+            help="--budget: space file or name \\[default: the target's own].",
         ),
         objective: str = typer.Option(
             None,

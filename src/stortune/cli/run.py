@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
     def run_command(
         targets: target_options.TargetOptions,
         space: str = typer.Option(
-            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+            None, "--space", "-s", help="Space file or bundled name \\[default: the target's own]."
         ),
         tuner: str = typer.Option("random", help=f"One of {', '.join(tuner_names())}."),
         objective: list[str] = typer.Option(

@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
     def sweep_command(
         targets: target_options.TargetOptions,
         space: str = typer.Option(
-            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+            None, "--space", "-s", help="Space file or bundled name \\[default: the target's own]."
         ),
         objective: str = typer.Option(
             None,

@@ -37,7 +37,9 @@ WORKLOAD = typer.Option(
     "your own .fio job file on localfs/tmpfs, whose placeholders are ${DIR} (the directory "
     "under test; every path must be under it), ${RUNTIME} (from --runtime), ${SIZE} and "
     "${NAME/N} (NAME divided by N); check one with `stortune workload check FILE`; "
-    "rados-write, rados-seq or rados-rand on ceph; a workload recorded in a --dataset "
+    "rados-write, rados-seq or rados-rand on ceph; a workload recorded in a --dataset; on a "
+    "directory also pgbench, pgbench-select and rocksdb-fillrandom|readrandomwriterandom|"
+    "readrandom, sizes after a colon (pgbench:scale=4,clients=4) "
     "\\[default: the target's own: fileserver, rados-rand, every workload of the dataset].",
 )
 RUNTIME = typer.Option(
@@ -46,7 +48,8 @@ RUNTIME = typer.Option(
     callback=checks.RUNTIME,
     help="Seconds each run measures: fio's runtime (a job file takes it through "
     "runtime=${RUNTIME}, or gets it when it sets no runtime; one with its own runtime= is "
-    "refused), rados bench's duration (reads are prefilled for as long) \\[default: 10].",
+    "refused), rados bench's duration (reads are prefilled for as long), pgbench's and "
+    "db_bench's timed phase \\[default: 10; pgbench and db_bench 30].",
 )
 CHECK_DISTURBANCE = typer.Option(
     True,

@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
     def tune_command(
         targets: target_options.TargetOptions,
         space: str = typer.Option(
-            None, "--space", "-s", help="Space file or bundled name [default: the target's own]."
+            None, "--space", "-s", help="Space file or bundled name \\[default: the target's own]."
         ),
         check_disturbance: bool = target_options.CHECK_DISTURBANCE,
         busy_wait: float = target_options.BUSY_WAIT,
@@ -158,8 +158,8 @@ def register(app: typer.Typer) -> None:
         rank: str = typer.Option(
             None,
             "--rank",
-            help="Rank parameters first (carver, lasso or carver-lasso) and tune the top K (and the parameters "
-            "their conditions read).",
+            help="Rank parameters first (carver, lasso or carver-lasso) and tune the top K (and "
+            "the parameters their conditions read).",
         ),
         top_k: int = typer.Option(
             5, "--top-k", "-k", help="With --rank: parameters to tune.", callback=checks.COUNT
