@@ -61,7 +61,7 @@ def test_the_tour_parses_into_the_commands_it_shows() -> None:
     commands = tour_commands((REPO / "README.md").read_text())
     assert commands[0] == ("stortune space list", 0)
     assert any(code == 2 for _, code in commands)  # the refused constraint
-    tune = next(c for c, _ in commands if c.startswith("stortune tune "))
+    tune = next(c for c, _ in commands if c.startswith("stortune tune --space localfs"))
     assert "\\" not in tune and "--name fs1" in tune
     assert "--budget 3" in shortened(tune) and "--verify-max 2" in shortened(tune)
 
