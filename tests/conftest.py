@@ -139,6 +139,24 @@ def store(tmp_path: Path) -> Store:
         yield db
 
 
+@pytest.fixture
+def quiet_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fixed machine fingerprint: no `fio --version` or /sys reads while the tests run (the
+    report tests ask for it with `pytest.mark.usefixtures`)."""
+    from stortune.measure import runner as measure_runner
+
+    fingerprint = {"hostname": "testhost", "kernel": "6.1.0-test", "cores": 2, "fio": "fio-3.33"}
+    monkeypatch.setattr(measure_runner.environment, "fingerprint", lambda: dict(fingerprint))
+
+
+@pytest.fixture
+def drifting(tmp_path: Path) -> Any:
+    """A command target on a machine that doubles its speed over a sweep (`fixtures.sweep`)."""
+    from fixtures.sweep import drifting_target
+
+    return drifting_target(tmp_path)
+
+
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from test_localfs_support import guarded_state_dir, needs_root
+from fixtures.localfs import guarded_state_dir, needs_root
 from typer.testing import CliRunner
 
 from stortune.cli import tune

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ensure_ceph
-from test_cephfs_target import WRITE, leftovers
+from fixtures.cephfs import WRITE, leftovers
 
 from stortune.ceph.conf import BASELINE
 from stortune.ceph.fs import (

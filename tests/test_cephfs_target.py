@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ensure_ceph
+from fixtures.cephfs import WRITE, leftovers
 
 from stortune.ceph.fs import active_mds, read_layout
 from stortune.ceph.health import fullest_osd
@@ -39,7 +40,6 @@ from stortune.workloads.base import Venue
 from stortune.workloads.fio import FioWorkload
 
 STATE_DIR = Path(tempfile.mkdtemp(prefix="stortune-cephfs-tests-")) / ("deep-folder-" * 4)
-WRITE = FioWorkload("seqwrite", runtime=2)
 
 
 def unconstrained() -> Space:
@@ -56,14 +56,6 @@ def getfattr(path: Path, name: str) -> str:
         check=True,
     )
     return out.stdout.strip()
-
-
-def leftovers(marker: str) -> tuple[list[str], str]:
-    """Mounts and processes that still name `marker` (a state folder)."""
-    mounted = [str(m.mount_point) for m in mounts.mount_table() if marker in str(m.mount_point)]
-    ps = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
-    own = [line for line in ps.splitlines() if "pgrep" not in line and "pytest" not in line]
-    return mounted, "\n".join(own)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_localfs_support import guarded_state_dir, needs_fio, needs_root
+from fixtures.localfs import guarded_state_dir, needs_fio, needs_root
 
 from stortune.errors import TargetError
 from stortune.targets import device

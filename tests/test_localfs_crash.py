@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_localfs_support import (
+from fixtures.localfs import (
     guarded_state_dir,
     loop_devices_of,
     loop_queues,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_localfs_support import QUICK, guarded_state_dir, needs_fio, needs_root
+from fixtures.localfs import QUICK, guarded_state_dir, needs_fio, needs_root
 
 from stortune.space import Config, Space, load_space
 from stortune.targets.localfs import LocalFsTarget

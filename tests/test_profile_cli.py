@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 import typer
-from test_localfs_support import needs_fio
+from fixtures.localfs import direct_io_dir, needs_fio
 from typer.testing import CliRunner
 
 from stortune.cli.profile import register
@@ -23,17 +22,6 @@ QUICK = ["--file-size", "4m", "--intervals", "8k:32k:8k,32k:256k:32k", "--repeti
 app = typer.Typer()
 register(app)
 cli = CliRunner()
-
-
-def direct_io_dir(path: Path) -> Path:
-    """`path`, or a skip when its file system refuses O_DIRECT (tmpfs as /tmp)."""
-    path.mkdir(exist_ok=True)
-    try:
-        os.close(os.open(path / "probe", os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600))
-    except OSError:
-        pytest.skip(f"{path} does not support O_DIRECT")
-    (path / "probe").unlink()
-    return path
 
 
 def profile_json(*args: str) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from test_localfs_support import loop_devices_of, mounts_under, needs_fio, needs_root
+from fixtures.localfs import loop_devices_of, mounts_under, needs_fio, needs_root
 from typer.testing import CliRunner
 
 from stortune.cli.profile import register

@@ -14,8 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_localfs_support import needs_fio
-from test_profile_cli import direct_io_dir
+from fixtures.localfs import direct_io_dir, needs_fio
 
 pytestmark = needs_fio
 MPIEXEC = shutil.which("mpiexec")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from test_localfs_support import needs_fio, needs_root
+from fixtures.localfs import needs_fio, needs_root
 from typer.testing import CliRunner
 
 from stortune.cli.profile import register

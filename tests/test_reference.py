@@ -3,7 +3,7 @@ so a tuning campaign's runs read relative to the reference as a sweep's do."""
 
 import conftest
 import pytest
-from test_sweep import SPACE, drifting  # noqa: F401 - the fixture is used by name
+from fixtures.sweep import SPACE
 
 from stortune.measure.campaigns import open_campaign
 from stortune.measure.reference import campaign_relative, is_reference
@@ -22,7 +22,7 @@ def tune(store: Store, target: CommandTarget, budget: int, every: int) -> None:
 
 def test_reference_is_measured_every_k_evaluations_and_cancels_drift(
     store: Store,
-    drifting: CommandTarget,  # noqa: F811
+    drifting: CommandTarget,
 ) -> None:
     tune(store, drifting, budget=6, every=2)
     campaign = store.campaign("t")
@@ -42,7 +42,7 @@ def test_reference_is_measured_every_k_evaluations_and_cancels_drift(
 
 def test_resume_continues_the_reference_schedule_and_ignores_it_in_the_replay(
     store: Store,
-    drifting: CommandTarget,  # noqa: F811
+    drifting: CommandTarget,
 ) -> None:
     tune(store, drifting, budget=4, every=2)
     open_campaign(store, "t", budget=6).run()
@@ -53,6 +53,6 @@ def test_resume_continues_the_reference_schedule_and_ignores_it_in_the_replay(
     assert [r.repetition for r in reference.runs] == [0, 1, 2, 3]
 
 
-def test_no_reference_trial_unless_asked(store: Store, drifting: CommandTarget) -> None:  # noqa: F811
+def test_no_reference_trial_unless_asked(store: Store, drifting: CommandTarget) -> None:
     tune(store, drifting, budget=3, every=0)
     assert not any(is_reference(t) for t in store.trials(store.campaign("t").id))

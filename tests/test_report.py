@@ -4,7 +4,6 @@ running a program that always fails, a campaign with no runs, and one too small 
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import sys
@@ -13,111 +12,29 @@ from pathlib import Path
 from typing import Any
 
 import conftest
-import pandas as pd
 import pytest
 import typer
+from fixtures.report import PROFILE, SECTIONS, SPACE, grid_target, sections_of, tune, tuned_store
 from markupsafe import escape
 from typer.testing import CliRunner
 
 from stortune.cli import report as report_cli
-from stortune.datasets import from_frame
-from stortune.measure import runner as measure_runner
 from stortune.measure.verify import Verification
 from stortune.report import write_report
 from stortune.report.headline import advice, metric_word
 from stortune.space import parse_space
 from stortune.store import Store
 from stortune.targets.command import CommandTarget
-from stortune.targets.table import TableTarget
 from stortune.workflows.recommend import advice_line
 
-SPACE = """\
-name: grid
-parameters:
-  fs: {type: categorical, values: [ext4, xfs], default: ext4, layer: mkfs, apply: reformat}
-  block: {type: ordinal, values: [1, 2, 3, 4], default: 1, unit: KiB}
-  journal: {type: categorical, values: [ordered, writeback, journal], default: ordered}
-  atime: {type: bool, default: true, layer: mount}
-"""
-
-SECTIONS = (
-    "measured",
-    "space",
-    "runs",
-    "importance",
-    "tuning",
-    "verification",
-    "models",
-    "profile",
-    "recommendation",
-    "trials",
-)
-
-PROFILE = {
-    "kind": "stortune-profile",
-    "mode": "estimated",
-    "target": {"path": "/scratch", "file_size": 1 << 28},
-    "runs": 12,
-    "elapsed_s": 30.0,
-    "curve": [
-        {"size": 4096, "ratio": {"read": 6.0, "write": 4.0}},
-        {"size": 65536, "ratio": {"read": 3.0, "write": 2.5}},
-        {"size": 1 << 20, "ratio": {"read": 1.2, "write": 1.1}},
-    ],
-    "summary": {
-        "read": {"mean": 3.4, "min": 1.2, "min_size": 1 << 20, "max": 6.0, "max_size": 4096},
-        "write": {"mean": 2.5, "min": 1.1, "min_size": 1 << 20, "max": 4.0, "max_size": 4096},
-    },
-}
-
-
-@pytest.fixture(autouse=True)
-def quiet_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fixed machine fingerprint: no `fio --version` or /sys reads while the tests run."""
-    fingerprint = {"hostname": "testhost", "kernel": "6.1.0-test", "cores": 2, "fio": "fio-3.33"}
-    monkeypatch.setattr(measure_runner.environment, "fingerprint", lambda: dict(fingerprint))
-
-
-def grid_target() -> TableTarget:
-    """Every config of SPACE, measured twice: block and journal matter, atime barely."""
-    rows = []
-    for fs, block, journal, atime in itertools.product(
-        ["ext4", "xfs"], [1, 2, 3, 4], ["ordered", "writeback", "journal"], [True, False]
-    ):
-        for rep in range(2):
-            thr = 100 + 25 * block + {"ordered": 0, "writeback": 40, "journal": -30}[journal]
-            thr += (3 if fs == "xfs" else 0) + (1 if not atime else 0) + 2 * rep
-            rows.append({"fs": fs, "block": block, "journal": journal, "atime": atime, "thr": thr})
-    dataset = from_frame(pd.DataFrame(rows), metrics=["thr"], source="grid")
-    return TableTarget.of(dataset, parse_space(SPACE))
-
-
-def tune(store: Store, name: str, tuner: str = "random", budget: int = 16, verify: int = 0) -> Any:
-    space = parse_space(SPACE)
-    return conftest.tune(
-        store, name, space, grid_target(), "thr:max", tuner=tuner, seed=3, budget=budget,
-        repetitions=2, baseline=True, verify=verify,
-    )  # fmt: skip
-
-
-def tuned_store(path: Path) -> Store:
-    """A tuned campaign `t1` (random) with its verification, and a second tuner `t2` (lhs)."""
-    store = Store(str(path))
-    tune(store, "t1", verify=3)
-    tune(store, "t2", tuner="lhs", budget=10)
-    return store
+# a fixed machine fingerprint: no `fio --version` or /sys reads while the tests run
+pytestmark = pytest.mark.usefixtures("quiet_fingerprint")
 
 
 @pytest.fixture
 def tuned(tmp_path: Path) -> Iterator[Store]:
     with tuned_store(tmp_path / "runs.db") as store:
         yield store
-
-
-def sections_of(html: str) -> dict[str, str]:
-    """Each section's HTML by id."""
-    found = re.findall(r'<section id="([a-z]+)"[^>]*>(.*?)</section>', html, re.DOTALL)
-    return dict(found)
 
 
 def state(html: str, section: str) -> str:

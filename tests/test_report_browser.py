@@ -19,16 +19,19 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from test_report import PROFILE, SECTIONS, quiet_fingerprint, tuned_store  # noqa: F401
+from fixtures.report import PROFILE, SECTIONS, tuned_store
 
 from stortune.report import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason="Debian's chromium is not installed (apt-get install chromium; "
-    "scripts/install-system.sh installs it as root)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason="Debian's chromium is not installed (apt-get install chromium; "
+        "scripts/install-system.sh installs it as root)",
+    ),
+    pytest.mark.usefixtures("quiet_fingerprint"),
+]
 PLOTS = ("plot-runs", "plot-carver", "plot-lasso", "plot-tuning", "plot-models", "plot-profile")
 
 

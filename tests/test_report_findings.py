@@ -7,13 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_report import SPACE, grid_target, quiet_fingerprint, tune, tuned_store  # noqa: F401
+from fixtures.report import SPACE, grid_target, tune, tuned_store
 
 from stortune.findings import derive_findings
 from stortune.measure.reference import is_reference
 from stortune.measure.verify import recommended_config
 from stortune.report import write_report
 from stortune.store import Store
+
+pytestmark = pytest.mark.usefixtures("quiet_fingerprint")
 
 
 @pytest.fixture

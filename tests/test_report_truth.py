@@ -2,7 +2,8 @@
 best`) starts from the sample's best with the other parameters held there, and its report calls
 that start a start, its held parameters held, renders the recommendation in the whole space
 with the whole space's default beside it, ranks no parameter that never varied, and gives the
-in-loop gain as a ratio. Made in seconds with the `table` target replaying test_report's grid."""
+in-loop gain as a ratio. Made in seconds with the `table` target replaying the report tests'
+grid (`fixtures.report`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_report import SPACE, grid_target, quiet_fingerprint, sections_of  # noqa: F401
+from fixtures.report import SPACE, grid_target, sections_of
 
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
@@ -26,6 +27,7 @@ from stortune.workflows.rank import RankOptions
 from stortune.workflows.recommend import advice_line
 from stortune.workflows.tune import TuneJob, start_tuning
 
+pytestmark = pytest.mark.usefixtures("quiet_fingerprint")
 WHOLE_DEFAULT = {"fs": "ext4", "block": 1, "journal": "ordered", "atime": True}
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_sweep import drifting, start  # noqa: F401 - the fixture is used by name
+from fixtures.sweep import start
 from typer.testing import CliRunner
 
 from stortune.cli import app
@@ -18,7 +18,7 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def swept(tmp_path: Path, drifting: CommandTarget) -> str:  # noqa: F811
+def swept(tmp_path: Path, drifting: CommandTarget) -> str:
     url = str(tmp_path / "swept.db")
     with Store(url) as db:
         start(db, drifting, reps=2, every=1).run()

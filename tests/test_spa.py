@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_localfs_support import guarded_state_dir, needs_fio, needs_root
+from fixtures.localfs import guarded_state_dir, needs_fio, needs_root
 from typer.testing import CliRunner
 
 from stortune.cli import app

@@ -3,17 +3,17 @@
 import json
 import os
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import sweep
+from fixtures.sweep import SPACE, start
 from typer.testing import CliRunner
 
 from stortune.cli import app
-from stortune.measure.campaigns import Measuring, open_campaign
+from stortune.measure.campaigns import open_campaign
 from stortune.measure.reference import campaign_relative
 from stortune.measure.runner import Event, EventKind, RunRules
 from stortune.sampling import sample
@@ -22,39 +22,6 @@ from stortune.store import Store
 from stortune.targets.command import CommandTarget
 
 runner = CliRunner()
-
-SPACE = """
-name: drift
-parameters:
-  level: {type: ordinal, values: [1.0, 1.5, 2.0, 3.0], default: 1.0}
-"""
-
-# Throughput = level x a drift that doubles the machine's speed over the sweep, plus 0.2% noise.
-DRIFTING = textwrap.dedent(
-    """\
-    import json, random, sys, time
-    start = float(open(sys.argv[2]).read())
-    drift = 1.0 + 0.5 * (time.time() - start)
-    print(json.dumps({"mbs": float(sys.argv[1]) * 100 * drift * random.gauss(1, 0.002)}))
-    """
-)
-
-
-@pytest.fixture
-def drifting(tmp_path: Path) -> CommandTarget:
-    script = tmp_path / "drift.py"
-    script.write_text(DRIFTING)
-    clock = tmp_path / "start"
-    clock.write_text(str(time.time()))
-    return CommandTarget(command=[sys.executable, str(script), "{level}", str(clock)])
-
-
-def start(store: Store, target: CommandTarget, reps: int = 2, every: int = 1) -> Measuring:
-    space = parse_space(SPACE)
-    configs = sample(space, "factorial", 0).configs
-    return sweep(
-        store, "s", space, target, "mbs", configs, repetitions=reps, reference_every=every, seed=3
-    )
 
 
 def test_reference_runs_cancel_drift(store: Store, drifting: CommandTarget) -> None:

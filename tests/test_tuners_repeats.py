@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 import torch
-from test_tuners_synthetic import SIX, six
+from fixtures.synthetic import SIX, six
 
 from stortune.sampling import config_key
 from stortune.tuners import make_tuner

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tune
+from fixtures.synthetic import SIX, six
 
 from stortune.errors import ConfigError
 from stortune.space import Space, parse_space
@@ -25,31 +26,6 @@ from stortune.tuners.bounds import GrowableSpace
 torch.set_num_threads(1)
 
 OWN = ["bo", "ddpg", "bestconfig"]
-
-SIX = parse_space(
-    """
-name: six
-parameters:
-  a: {type: float, low: 0, high: 1, default: 0.5}
-  b: {type: float, low: 0, high: 1, default: 0.5}
-  c: {type: float, low: 0, high: 10, default: 5}
-  d: {type: float, low: 1, high: 1000, log: true, default: 10}
-  n: {type: int, low: 1, high: 100, default: 50}
-  o: {type: ordinal, values: [1, 2, 4, 8, 16, 32], default: 4}
-"""
-)
-
-
-def six(config: dict) -> float:
-    """Maximum 0 at a=0.8, b=0.25, c=7, d=10^2.5, n=30, o=16 (away from the default)."""
-    return -(
-        (config["a"] - 0.8) ** 2
-        + (config["b"] - 0.25) ** 2
-        + ((config["c"] - 7) / 10) ** 2
-        + ((math.log10(config["d"]) - 2.5) / 3) ** 2
-        + ((config["n"] - 30) / 100) ** 2
-        + (math.log2(config["o"]) - 4) ** 2 / 25
-    )
 
 
 def best_found(name: str, space: Space, objective, budget: int, seed: int) -> float:
