@@ -217,8 +217,8 @@ def ensure_ceph() -> None:
 CEPH = {"test_ceph_cluster", "test_ceph_tune", "test_cephfs_target", "test_cephfs_existing",
         "test_ceph_workload"}  # fmt: skip
 PURE = {
-    "test_app_spaces", "test_campaign_best", "test_ceph_space", "test_cli", "test_contracts",
-    "test_datasets",
+    "test_app_spaces", "test_architecture", "test_campaign_best", "test_ceph_space", "test_cli",
+    "test_contracts", "test_datasets",
     "test_ddpg_resume", "test_effects", "test_exporters", "test_fio_parse", "test_fuzz",
     "test_importance_carver", "test_importance_cli", "test_importance_fanova",
     "test_importance_lasso", "test_importance_study", "test_models_cli", "test_models_crossval",
@@ -228,7 +228,8 @@ PURE = {
     "test_report_findings", "test_sampling", "test_sources", "test_space", "test_space_expr",
     "test_space_loader", "test_stats", "test_store", "test_store_upgrade", "test_tuners",
     "test_tuners_bestconfig", "test_tuners_ddpg", "test_tuners_flash", "test_tuners_pool",
-    "test_tuners_repeats", "test_tuners_synthetic",
+    "test_tuners_repeats", "test_tuners_synthetic", "test_model_workflow", "test_resume_risks",
+    "test_toy_target", "test_values", "test_rank_methods",
 }  # fmt: skip
 LONGEST_FIRST = ("machine", "ceph")  # the two long groups start at once, one on each worker
 
