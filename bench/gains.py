@@ -124,7 +124,10 @@ def tune_campaign(
     allow_risk: bool = False,
     seed: int = 0,
     objective: Objective | None = None,
+    rank: RankOptions | None = None,
 ) -> None:
+    """A tuning campaign through `start_tuning` (ranked first when `rank` is given, as
+    `stortune tune --rank` does), or the one in the store, finished."""
     if done(store, name):
         return
     if exists(store, name):
@@ -149,6 +152,7 @@ def tune_campaign(
         seed=seed,
         name=name,
         allow_risk=allow_risk,
+        rank=rank,
     )
     start_tuning(store, job, console)
 
@@ -322,10 +326,23 @@ def ranked(
     options: RankOptions,
     objective: Objective | None = None,
 ) -> Ranking:
-    """`stortune tune --rank`'s ranking (`ranked_space`), from one workload's runs of the
-    sample on `objective`'s metric relative to the sample's reference runs."""
+    """`stortune tune --rank`'s ranking (`ranked_space`) of one sample campaign or dataset
+    file alone: its runs of one workload, on `objective`'s metric relative to its reference
+    runs (a tuning ranks on every run of its workloads stored for the space)."""
     data, relative = sample_data(store, sample, workload, objective)
     return ranked_space(data, space, options, relative, [sample])
+
+
+def ranked_start(store: Store, name: str, space: Space) -> tuple[list[str], Config]:
+    """What the ranking of a `rank`ed tuning campaign chose, from the space it stored: the
+    parameters it tunes and the config it started from (with `--hold best`, the best config
+    of the runs it ranked on; the others are held there)."""
+    from stortune.measure.campaigns import space_of
+    from stortune.tuners.topk import varies
+
+    focused = space_of(store.campaign(name))
+    free = [p.name for p in focused.parameters if varies(p)]
+    return free, space.validate(focused.default_config())
 
 
 def best_of(store: Store, name: str, space: Space) -> Config | None:

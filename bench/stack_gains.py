@@ -7,12 +7,14 @@ for each workload:
 1. One Latin hypercube of the safe stack space, measured once under every workload with short
    runs (the default config as a reference every 10), shared by all workloads: the ranking's
    data.
-2. stortune's flow, as `stortune tune --rank carver-lasso --hold best` runs it: Carver and
-   Lasso rank the parameters (their top K in turns) from this workload's runs of the sample,
-   relative to its reference runs; the default tuner (bo) tunes the top K (with the parameters their
-   conditions read), starting from the sample's best config and holding the others there, with
-   intensification (paired races; the best is the last incumbent), `--budget` evaluations.
-   Once more with risk allowed: the top K plus every parameter whose values carry a risk.
+2. stortune's flow, `stortune tune --rank carver-lasso --hold best` (`start_tuning` with
+   `rank=RankOptions(...)`): Carver and Lasso rank the parameters (their top K in turns) on
+   this workload's runs stored for the space (the sample's, when its tuning starts), relative
+   to their reference runs; the default tuner (bo) tunes the top K (with the parameters their
+   conditions read), starting from the sample's best config and holding the others there,
+   with intensification (paired races; the best is the last incumbent), `--budget`
+   evaluations. Once more with risk allowed: the top K plus every parameter whose values
+   carry a risk.
 3. The peers, as a user of Optuna would run them: TPE and random search on the whole safe
    space, one run per config, the best single value, the same number of evaluations.
 4. One verification per workload, interleaved, `--verify` repetitions each: the default, each
@@ -60,7 +62,7 @@ from gains import (
     exists,
     finish,
     no_run,
-    ranked,
+    ranked_start,
     rows_for,
     runs_of,
     sample_best,
@@ -99,7 +101,9 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
     rules = RunRules(timeout=args.runtime * 10 + 120, check_disturbance=True, busy_wait=3600)
     names = list(args.workloads)
     sample = "stack-sample"
-    options = RankOptions(RankMethod.CARVER_LASSO, args.top_k, Hold.BEST)
+    # the shared sample is the ranking's data: the tuning samples more only when its workload
+    # has fewer configs there (failed runs)
+    options = RankOptions(RankMethod.CARVER_LASSO, args.top_k, Hold.BEST, args.sample)
     if not done(store, sample):
         if exists(store, sample):
             finish(store, sample, console)
@@ -122,22 +126,22 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         workload = [FioWorkload(w, runtime=args.runtime)]
         # what the workload exists for (dbfsync: commits per second), its guardrails beside
         objective = objective_for(workload, None, say=console.note)
-        # as `stortune tune --rank carver-lasso --hold best` ranks, on the shared sample's runs
-        # of this workload: the others held at the sample's best, where the campaign starts,
-        # so its first incumbent is that config
-        ranking = ranked(store, sample, w, safe, options, objective)
-        top, focused = ranking.free, ranking.space
-        best_row = sample_best(store, sample, w, safe, objective)
+        common = dict(target=target, workloads=workload, budget=args.budget, rules=rules,
+                      console=console, repetitions=args.pairs, seed=args.seed,
+                      objective=objective)  # fmt: skip
+        campaigns = {"best": f"{w}-bo", "risky": f"{w}-bo-risk"}
+        # `stortune tune --rank carver-lasso --hold best`: ranked on the shared sample's runs of
+        # this workload, the others held at its best, where the campaign starts, so its first
+        # incumbent is that config
+        tune_campaign(
+            store, f"{w}-bo", space=safe, tuner="bo", intensify=True, rank=options, **common
+        )  # fmt: skip
+        top, best_row = ranked_start(store, f"{w}-bo", safe)
         console.note(f"{w}: top {args.top_k} {top}; sample's best {best_row}")
         # with risk allowed: the same, and every parameter whose values carry a risk free too
         risky_params = [p.name for p in stack.parameters if p.extra.get("risk")]
         risky_free = with_parents(stack, list(dict.fromkeys([*top, *risky_params])))
         risky_focus = pin(stack, risky_free, best_row, best_row)
-        common = dict(target=target, workloads=workload, budget=args.budget, rules=rules,
-                      console=console, repetitions=args.pairs, seed=args.seed,
-                      objective=objective)  # fmt: skip
-        campaigns = {"best": f"{w}-bo", "risky": f"{w}-bo-risk"}
-        tune_campaign(store, f"{w}-bo", space=focused, tuner="bo", intensify=True, **common)
         for peer in PEERS:
             campaigns[peer] = f"{w}-{peer}"
             tune_campaign(store, f"{w}-{peer}", space=safe, tuner=peer, intensify=False, **common)

@@ -1,10 +1,24 @@
 """Ranking parameters before tuning (SAPPHIRE 3.3) and measuring a sample to rank from.
 
-`rank_space` ranks a space's parameters (Carver or Lasso) on every run stored for it, measuring
-a Latin hypercube sample first when the store holds too few configs, and returns the space to
-tune: the top K free, with the parameters their conditions read (a ranked bfq tunable frees the
-scheduler), the others pinned at their best known (or default) values. Held at the best, the
-free ones start from it too, so the campaign's first evaluation is the best config measured.
+`rank_space` ranks a space's parameters (Carver or Lasso) on the runs stored for it that show
+what the tuning will be judged on (`ranking_data`), measuring a Latin hypercube sample first
+when the store holds too few configs, and returns the space to tune: the top K free, with the
+parameters their conditions read (a ranked bfq tunable frees the scheduler), the others pinned
+at their best known (or default) values. Held at the best, the free ones start from it too, so
+the campaign's first evaluation is the best config measured.
+
+What a ranking ranks on (`ranking_data`):
+
+* **The job's workloads only.** The same metric means different things under different
+  workloads (``total.bw_mbs`` of fileserver is not that of stream); another workload's runs,
+  in a sample shared by several, would rank that workload's parameters. A tuning of several
+  workloads is judged on each config's geometric mean over them of its per-workload means
+  (`combine_workloads`): it ranks on that, one row per config measured under all of them.
+* **Relative to the reference runs, where measured.** A campaign that measured reference runs
+  gives each run divided by the reference measured around it (``<metric>_rel``, as
+  `stortune rank --from CAMPAIGN` does): it cancels the drift of the machine. Raw values
+  otherwise; when some campaigns have reference runs and some do not, only the relative values
+  count (raw ones do not compare with ratios).
 """
 
 from __future__ import annotations
@@ -20,9 +34,11 @@ from stortune.datasets import METRIC_PREFIX, Dataset, config_value, from_frame
 from stortune.enums import CampaignKind, Direction
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import new_campaign, open_campaign
+from stortune.measure.reference import campaign_relative
 from stortune.measure.runner import Outcome, RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.objective import Objective
+from stortune.objective import Objective, combine_workloads
+from stortune.sources import RELATIVE_SUFFIX, WORKLOAD_COLUMN
 from stortune.space import Config, Space
 from stortune.store import Store
 from stortune.targets.base import Target
@@ -81,6 +97,8 @@ class Ranking:
     method: str
     warning: str | None = None
     samples: list[str] = field(default_factory=list)  # campaigns measured for it
+    metric: str | None = None  # the column ranked on (``<metric>_rel``: relative values)
+    workloads: list[str] = field(default_factory=list)  # whose runs it ranked on
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,24 +108,72 @@ class Ranking:
             "configs": self.configs,
             "warning": self.warning,
             "samples": self.samples,
+            "metric": self.metric,
+            "workloads": self.workloads,
         }
 
+    def basis(self) -> str:
+        """What the ranking ranked on, in words."""
+        runs = f"{', '.join(self.workloads)} runs" if self.workloads else "runs"
+        metric = self.metric or "?"
+        if metric.endswith(RELATIVE_SUFFIX):
+            metric = f"{metric.removesuffix(RELATIVE_SUFFIX)} relative to the reference runs"
+        return f"{runs}, {metric}"
 
-def stored_dataset(store: Store, space: Space, metric: str, direction: str) -> Dataset | None:
-    """Every successful run stored for this space that measured `metric`, as one dataset."""
+
+def ranking_data(
+    store: Store, space: Space, objective: Objective, workloads: Sequence[str]
+) -> tuple[Dataset, Objective] | None:
+    """The runs stored for this space that a tuning of `workloads` on `objective` is judged
+    on (module doc), as one dataset, and the objective to rank it on: `objective`'s metric,
+    or ``<metric>_rel`` when the values are relative. None without such runs."""
+    metric = objective.metric
+    raw, relative = METRIC_PREFIX + metric, METRIC_PREFIX + metric + RELATIVE_SUFFIX
+    names = set(space.names)
     frames = []
-    column = METRIC_PREFIX + metric
     for campaign in store.campaigns():
         if campaign.space_name != space.name or campaign.kind == CampaignKind.VERIFY:
             continue
         frame = store.runs_frame(campaign.name, include_failed=False)
-        if frame.empty or column not in frame or not set(space.names) <= set(frame.columns):
+        if frame.empty or raw not in frame or not names <= set(frame.columns):
             continue
-        frames.append(frame[[*space.names, column]].dropna(subset=[column]))
+        frame = frame[frame[WORKLOAD_COLUMN].astype(str).isin(list(workloads))]
+        frame = frame.dropna(subset=[raw])
+        if frame.empty:
+            continue
+        ratios = campaign_relative(store, campaign, metric)
+        frame = frame.assign(**{relative: frame["run.id"].map(ratios).astype(float)})
+        params = [c for c in frame.columns if c in names]  # the export's order, as it ranks
+        frames.append(frame[[*params, WORKLOAD_COLUMN, raw, relative]])
     if not frames:
         return None
-    data = from_frame(pd.concat(frames, ignore_index=True), metrics=[column], source="store")
-    return data.with_metric_direction(metric, direction)
+    runs = pd.concat(frames, ignore_index=True)
+    column = relative if runs[relative].notna().any() else raw
+    runs = runs.dropna(subset=[column])
+    if len(workloads) > 1:
+        runs = combined(runs, [c for c in runs.columns if c in names], column, workloads)
+    if runs.empty:
+        return None
+    runs = runs[[c for c in runs.columns if c in names or c == column]]
+    data = from_frame(runs.reset_index(drop=True), metrics=[column], source="store")
+    ranked_on = Objective(column.removeprefix(METRIC_PREFIX), objective.direction)
+    return data.with_metric_direction(ranked_on.metric, objective.direction), ranked_on
+
+
+def combined(
+    runs: pd.DataFrame, params: list[str], column: str, workloads: Sequence[str]
+) -> pd.DataFrame:
+    """One row per config measured under every workload: the geometric mean over them of its
+    per-workload means, as a tuning of several workloads values a config."""
+    means = runs.groupby([*params, WORKLOAD_COLUMN], dropna=False, sort=False)[column].mean()
+    table = means.unstack(WORKLOAD_COLUMN)
+    if not set(workloads) <= set(table.columns):
+        return runs.iloc[0:0]
+    table = table[list(workloads)].dropna()
+    values = [combine_workloads(list(row)) for row in table.itertuples(index=False)]
+    out = table.index.to_frame(index=False)
+    out[column] = values
+    return out
 
 
 def sample_space(
@@ -143,21 +209,28 @@ def rank_space(
     options: RankOptions,
     objective: Objective,
     sample: Callable[[int], str],
+    workloads: Sequence[str] = ("default",),
 ) -> Ranking:
-    """The space to tune (see the module doc). `sample(n)` measures n more configs and
-    returns its campaign's name; it is called when the store has fewer than the sample size
-    (default: max(20, 2 x parameters); Lasso ranks with fewer samples than parameters, as
-    SAPPHIRE did on Ceph)."""
+    """The space to tune (see the module doc), ranked on the stored runs of `workloads` (their
+    names). `sample(n)` measures n more configs and returns its campaign's name; it is called
+    when the store has fewer than the sample size (default: max(20, 2 x parameters); Lasso
+    ranks with fewer samples than parameters, as SAPPHIRE did on Ceph)."""
     needed = options.budget or max(20, 2 * len(space))
-    dataset = stored_dataset(store, space, objective.metric, objective.direction)
-    have = 0 if dataset is None else len(dataset.aggregated().frame)
+    found = ranking_data(store, space, objective, workloads)
+    have = 0 if found is None else len(found[0].aggregated().frame)
     samples = []
     if have < needed:
         samples.append(sample(needed - have))
-        dataset = stored_dataset(store, space, objective.metric, objective.direction)
-    if dataset is None:
-        raise StortuneError("no successful run to rank the parameters with")
-    return ranked_space(dataset, space, options, objective, samples)
+        found = ranking_data(store, space, objective, workloads)
+    if found is None:
+        raise StortuneError(
+            f"no successful run of {', '.join(workloads)} measuring {objective.metric} to rank "
+            "the parameters with"
+        )
+    dataset, ranked_on = found
+    ranking = ranked_space(dataset, space, options, ranked_on, samples)
+    ranking.workloads = list(workloads)
+    return ranking
 
 
 def ranked_space(
@@ -186,6 +259,7 @@ def ranked_space(
         options.method,
         thin_ranking_warning(len(means), len(space)),
         list(samples),
+        objective.metric,
     )
 
 

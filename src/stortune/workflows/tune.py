@@ -28,7 +28,7 @@ from stortune.enums import (
 from stortune.errors import StortuneError
 from stortune.measure.campaigns import Measuring, new_campaign, open_campaign, space_of
 from stortune.measure.results import campaign_best
-from stortune.measure.runner import Outcome, RunRules
+from stortune.measure.runner import Outcome, RunRules, workload_name
 from stortune.measure.tuning import TunePlan, TuneSettings, within_pool
 from stortune.measure.verify import (
     SAFE_LABEL,
@@ -246,6 +246,9 @@ def _unfinished_of_best(
 
 
 def _rank(store: Store, job: TuneJob, space: Space, name: str, reporter: Reporter) -> Ranking:
+    """`--rank`: on the stored runs of the job's workloads, relative to the reference runs
+    where their campaigns measured some (`rank_space`); a sample measured for it takes
+    reference runs as the tuning will."""
     options = job.rank
     assert options is not None
 
@@ -255,13 +258,14 @@ def _rank(store: Store, job: TuneJob, space: Space, name: str, reporter: Reporte
         label += f"-{len(taken)}" if label in taken else ""
         sample_space(
             store, label, space, job.target, job.workloads, job.objective, n, job.rules,
-            reporter, seed=job.seed,
+            reporter, seed=job.seed, reference_every=job.settings.reference_every,
         )  # fmt: skip
         return label
 
-    ranking = rank_space(store, space, options, job.objective, sample)
+    names = list(dict.fromkeys(workload_name(w) for w in job.workloads))
+    ranking = rank_space(store, space, options, job.objective, sample, names)
     reporter.note(
-        f"{options.method} ranking from {ranking.configs} configs: tuning "
+        f"{options.method} ranking from {ranking.configs} configs ({ranking.basis()}): tuning "
         f"{', '.join(ranking.free)}; {len(ranking.held)} other parameter(s) pinned "
         f"({options.hold} values)"
     )
