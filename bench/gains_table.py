@@ -11,14 +11,14 @@ from typing import Any
 
 from gains import METRIC
 
+from stortune.values import plain
+
 
 def json_plain(value: Any) -> Any:
-    """JSON for numpy scalars and non-finite floats (null)."""
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return str(value)
+    """`json.dumps`'s default: numpy values and paths made plain (`stortune.values.plain`),
+    anything else as its text."""
+    out = plain(value)
+    return str(value) if out is value else out
 
 
 def risky_values(row: dict[str, Any]) -> str:
