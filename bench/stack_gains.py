@@ -33,14 +33,11 @@ values: no checksums, no message CRC), what risk would buy. A config that does n
 3-OSD cluster keeps its row, with the reason in place of a gain.
 
 Every campaign lives in one store (`--store`); an interrupted run resumes where it stopped.
-Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk setting, with the
-verified gain and its 90% CI) and the Markdown table printed at the end.
-
-Needs root. Run: python bench/stack_gains.py [--workloads metadata,stream,rand4k,dbfsync]
-                 [--budget 60] [--wide N [--wide-only]] [--ceph] [--only-ceph]
-(--wide-only: step 5 alone, for the local rows already in the results file, beside the
-recommendation recorded there; --no-run: measure nothing, the rows from the store as it is;
-the Ceph part is in stack_gains_ceph.py)
+Results: bench/results/stack-gains.json (`rows`: workload x tuner x risk, the verified gain and
+its 90% CI) and the Markdown table. Needs root. Run: python bench/stack_gains.py [--workloads
+metadata,stream,rand4k,dbfsync] [--budget 60] [--wide N [--wide-only]] [--ceph] [--only-ceph]
+(--wide-only: step 5 alone, for the local rows in the results file; --no-run: measure nothing,
+the rows from the store as it is; the Ceph part is in stack_gains_ceph.py)
 """
 
 from __future__ import annotations
