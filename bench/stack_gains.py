@@ -5,8 +5,7 @@ vm; a 2 GiB loop image, the benchmark's page cache capped at 128 MiB so runs rea
 for each workload:
 
 1. One Latin hypercube of the safe stack space, measured once under every workload with short
-   runs (the default config as a reference every 10), shared by all workloads: the ranking's
-   data.
+   runs (the default config as a reference every 10), shared by all workloads: the ranking's.
 2. stortune's flow, `stortune tune --rank carver-lasso --hold best` (`start_tuning` with
    `rank=RankOptions(...)`): Carver and Lasso rank the parameters (their top K in turns) on
    this workload's runs stored for the space (the sample's, when its tuning starts), relative
