@@ -1894,7 +1894,7 @@ def test_a_space_of_700_int_parameters_is_counted_and_refused_for_a_factorial(
         ["sweep", "--space", "localfs", *TABLE, "--design", "random", "-n", "2", "-r", "1", "-q",
          "-o", "nope:max"],
         ["sweep", "--space", "localfs", *TABLE, "--design", "random", "-n", "2", "-r", "1", "-q",
-         "--guardrail", "nope:max"],
+         "-o", "total.bw_mbs:max", "--guardrail", "nope:max"],
         ["noise", "--space", "localfs", *TABLE, "--seconds", "1", "-o", "nope"],
         ["rank", "--budget", "3", "--space", "localfs", *TABLE, "-o", "nope:max"],
         ["run", "--space", "{space}", "--command", "{command}", "--output", "fio", *SMALL_RUN,
