@@ -31,6 +31,13 @@ def tuner_names() -> list[str]:
     return [*_OWN, *SAMPLERS]
 
 
+def register_tuner(name: str, cls: type[Tuner] | str) -> None:
+    """Have `make_tuner(name, ...)` build `cls` (a Tuner class taking space, direction, seed and
+    budget, or "module:Class"): a tuner kept outside stortune (a benchmark's peer) then starts
+    and resumes campaigns by name as stortune's own do."""
+    _OWN[name] = cls
+
+
 def make_tuner(
     name: str,
     space: Space,
@@ -66,5 +73,6 @@ __all__ = [
     "RandomTuner",
     "Tuner",
     "make_tuner",
+    "register_tuner",
     "tuner_names",
 ]
