@@ -3,7 +3,8 @@
 Their pins clash with stortune's (HEBO wants numpy < 1.25), so they live in a virtualenv of
 their own, bench/peers/.venv (both fit in one), made on first use by `ensure_peer_venv` from
 bench/peers/requirements-{hebo,smac}.txt. A `PeerTuner` runs bench/peers/bridge.py with that
-venv's python and speaks its JSON-lines protocol (described there). Ordinals travel as their
+venv's python and speaks its JSON-lines protocol (described there); `register_peer` lets
+campaigns build one by name, as they build stortune's own tuners. Ordinals travel as their
 value index, categoricals and booleans as text; inactive parameters are told at their default.
 The peers know nothing of constraints: a proposal that breaks one is told as failed and another
 is asked for; after `MAX_MISSES` such misses a random valid config is used instead.
@@ -25,6 +26,7 @@ from typing import Any
 
 from stortune.errors import StortuneError
 from stortune.space import Config, Kind, Parameter, Space
+from stortune.tuners import register_tuner
 from stortune.tuners.base import Tuner
 from stortune.tuners.baselines import RandomTuner
 
@@ -82,6 +84,23 @@ def ensure_peer_venv(name: str) -> Path | str:
             return f"{(errors or lines)[-1].strip()} (log: {log})"
     (VENV / f"installed-{name}.txt").write_text(pins)
     return PYTHON
+
+
+def register_peer(name: str) -> str | None:
+    """Have `stortune.tuners.make_tuner` build peer `name` by name, as campaigns and their
+    resumes do (its venv made first when missing): None, or why it cannot run here."""
+    python = ensure_peer_venv(name)
+    if not isinstance(python, Path):
+        return python
+
+    class Peer(PeerTuner):
+        def __init__(
+            self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None
+        ) -> None:
+            super().__init__(space, direction, seed, budget, peer=name, python=str(python))
+
+    register_tuner(name, Peer)
+    return None
 
 
 def bridge_param(p: Parameter) -> dict[str, Any]:

@@ -1,0 +1,191 @@
+"""The tuners bench's output (bench/tuners.py): a row per dataset and tuner summarised from the
+finished campaigns, the default-tuner check and the Markdown table.
+
+A helper module, not a benchmark: running it does nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+BUDGET = 100
+BUDGETS = (10, 30, 100)
+RECOMMEND_AT = (30, 100)
+EXACT = 1 - 1e-9  # a fraction this close to 1 is the optimum itself
+
+
+def curve_of(run: dict) -> list[float]:
+    """The best-so-far fraction after each of the BUDGET evaluations."""
+    curve, steps = [], iter(run["improved"])
+    step, value = next(steps), 0.0
+    for evaluation in range(1, BUDGET + 1):
+        while step is not None and step[0] <= evaluation:
+            value = step[1]
+            step = next(steps, None)
+        curve.append(value)
+    return curve
+
+
+def to_reach(run: dict, goal: float) -> float:
+    """Evaluations until the best-so-far fraction reaches `goal` (inf: never)."""
+    return next((int(e) for e, f in run["improved"] if f >= goal), math.inf)
+
+
+def median_or_none(values: Iterable[float]) -> float | None:
+    m = statistics.median(values)
+    return None if math.isinf(m) else m
+
+
+def summarise(runs: list[dict], datasets: list[str], tuners: list[str], missing: dict) -> list:
+    """One row per dataset x tuner."""
+    rows = []
+    for dataset in datasets:
+        for name in tuners:
+            clean = [
+                r for r in runs if (r["dataset"], r["tuner"], r["noise"]) == (dataset, name, 0)
+            ]
+            noisy = [
+                r for r in runs if (r["dataset"], r["tuner"]) == (dataset, name) and r["noise"]
+            ]
+            row: dict = {"dataset": dataset, "tuner": name, "seeds": len(clean)}
+            if name in missing:
+                row["not_installed"] = missing[name]
+            if clean:
+                curves = [curve_of(r) for r in clean]
+                for b in BUDGETS:
+                    row[f"best_at_{b}"] = statistics.median(c[b - 1] for c in curves)
+                row["evals_to_5pct"] = median_or_none(to_reach(r, 0.95) for r in clean)
+                row["evals_to_1pct"] = median_or_none(to_reach(r, 0.99) for r in clean)
+                row["exact_share"] = sum(c[-1] >= EXACT for c in curves) / len(clean)
+                row["ask_seconds_100obs"] = statistics.median(
+                    r["ask_seconds_100obs"] for r in clean
+                )
+            row["noisy_seeds"] = len(noisy)
+            for at in RECOMMEND_AT:
+                values = [r["recommended"][str(at)] for r in noisy]
+                row[f"noisy_true_at_{at}"] = statistics.median(values) if values else None
+            rows.append(row)
+    return rows
+
+
+def rank_value(row: dict | None, key: str) -> float:
+    """Evaluations to a mark, with "not reached" and "not run" ranked last."""
+    if row is None or row.get(key) is None:
+        return math.inf
+    return row[key]
+
+
+def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
+    """The default tuner against every peer that ran at `min_seeds` seeds or more (module doc):
+    a median over one seed beside medians over twenty is a draw, not a rank."""
+    by = {
+        (r["dataset"], r["tuner"]): r
+        for r in rows
+        if r.get("seeds") and (r["tuner"] == default or r["seeds"] >= min_seeds)
+    }
+    datasets = sorted({d for d, _ in by}, key=[r["dataset"] for r in rows].index)
+    wins, within, noisy_ok, notes = 0, 0, 0, []
+    compared = 0
+    for dataset in datasets:
+        mine = by.get((dataset, default))
+        peers = [r for (d, t), r in by.items() if d == dataset and t != default]
+        if mine is None or not peers:
+            continue
+        compared += 1
+        own = rank_value(mine, "evals_to_1pct")
+        best_peer = min(peers, key=lambda r: rank_value(r, "evals_to_1pct"))
+        peer_best = rank_value(best_peer, "evals_to_1pct")
+        if own <= peer_best:
+            wins += 1
+        if own <= 1.5 * peer_best or (math.isinf(own) and math.isinf(peer_best)):
+            within += 1
+        else:
+            notes.append(
+                f"{dataset}: {own:g} evaluations to 1% against {best_peer['tuner']}'s {peer_best:g}"
+            )
+        ok = True
+        for at in RECOMMEND_AT:
+            key = f"noisy_true_at_{at}"
+            top = max(
+                (r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None
+            )
+            if mine.get(key) is not None and top is not None and mine[key] < top[key]:
+                ok = False
+                notes.append(
+                    f"{dataset}: noisy recommendation at {at} {mine[key]:.3f} "
+                    f"against {top['tuner']}'s {top[key]:.3f}"
+                )
+        noisy_ok += ok
+    return {
+        "default_tuner": default,
+        "datasets": compared,
+        "fewest_evals_to_1pct": wins,
+        "within_1_5x_of_best_peer": within,
+        "noisy_best_or_tied": noisy_ok,
+        "met": compared > 0
+        and wins >= math.ceil(2 * compared / 3)
+        and within == compared
+        and noisy_ok == compared,
+        "peers_at_fewer_seeds": sorted(
+            {r["tuner"] for r in rows if r.get("seeds") and r["tuner"] != default}
+            - {t for _, t in by}
+        ),
+        "misses": notes,
+    }
+
+
+def evidence_pick(rows: list[dict], own: list[str], min_seeds: int = 1) -> tuple[str | None, dict]:
+    """Each of stortune's own tuners checked as if it were the default, and the one that
+    passes most: fewest evaluations to 1%, within 1.5x of the best peer, best noisy
+    recommendation, counted over the datasets (ties: fewer misses listed)."""
+    checks = {
+        t: default_check(rows, t, min_seeds) for t in own if any(r["tuner"] == t for r in rows)
+    }
+    if not checks:
+        return None, {}
+
+    def passes(c: dict) -> tuple[int, int]:
+        score = c["fewest_evals_to_1pct"] + c["within_1_5x_of_best_peer"] + c["noisy_best_or_tied"]
+        return score, -len(c["misses"])
+
+    summary = {t: {k: v for k, v in c.items() if k != "misses"} for t, c in checks.items()}
+    return max(checks, key=lambda t: passes(checks[t])), summary
+
+
+def cell(value: float | None, fmt: str = "{:.3f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def markdown(rows: list[dict], noise: float) -> str:
+    lines = [
+        "Medians over the seeds given (noise-free / noisy). Noise-free: best found as a fraction "
+        "of the optimum after 10/30/100 evaluations, evaluations to within 5% and 1% (- not "
+        "reached in 100), share of seeds that found the optimum. Noisy "
+        f"({noise:.0%} relative SD): true value of the recommendation after 30 and 100 "
+        "evaluations. s/ask: seconds per proposal at about 100 observations.",
+        "",
+        "| dataset | tuner | seeds | @10 | @30 | @100 | to 5% | to 1% | optimum | noisy @30 "
+        "| noisy @100 | s/ask |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    label = None
+    for row in rows:
+        name = row["dataset"] if row["dataset"] != label else ""
+        label = row["dataset"]
+        if "not_installed" in row and not row["seeds"]:
+            lines.append(f"| {name} | {row['tuner']} | not installed: {row['not_installed']} |")
+            continue
+        if not row["seeds"]:
+            lines.append(f"| {name} | {row['tuner']} | no campaign finished yet |")
+            continue
+        lines.append(
+            f"| {name} | {row['tuner']} | {row['seeds']}/{row['noisy_seeds']} "
+            f"| {cell(row['best_at_10'])} | {cell(row['best_at_30'])} "
+            f"| {cell(row['best_at_100'])} | {cell(row['evals_to_5pct'], '{:g}')} "
+            f"| {cell(row['evals_to_1pct'], '{:g}')} | {row['exact_share']:.0%} "
+            f"| {cell(row['noisy_true_at_30'])} | {cell(row['noisy_true_at_100'])} "
+            f"| {row['ask_seconds_100obs']:.2f} |"
+        )
+    return "\n".join(lines)
