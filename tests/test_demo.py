@@ -23,7 +23,7 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
             "--out",
             str(out),
             "--budget",
-            "3",
+            "2",
             "--runtime",
             "1",
             "--repetitions",
@@ -33,9 +33,9 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
             "--tuner",
             "random",
             "--verify",
-            "3",
+            "2",
             "--verify-max",
-            "3",
+            "2",
             "--json",
         ],
         capture_output=True,
@@ -51,7 +51,7 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
         assert f'id="{section}"' in html
     with Store(data["store"]) as db:
         trials = db.trials(db.campaign(data["campaign"]).id)
-    assert len(trials) == 3 and trials[0].info["source"] == "default"
+    assert len(trials) == 2 and trials[0].info["source"] == "default"
     assert trials[0].info["race"]["verdict"] == "first"  # the first incumbent
     # which is the ranking sample's best, as `tune --rank` starts: the tuning runs' own ratio
     # says it is over that config, not over the default
