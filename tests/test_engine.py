@@ -161,6 +161,7 @@ def test_a_zombie_process_has_no_usage() -> None:
 
 def test_combine_workloads_uses_the_geometric_mean() -> None:
     assert combine_workloads([100.0, 1.0]) == pytest.approx(10.0)
+    assert combine_workloads([264.2]) == 264.2  # one workload: exactly its mean
     assert combine_workloads([-1.0, 3.0]) == pytest.approx(1.0)
 
 

@@ -301,7 +301,11 @@ def _finite(value: Any) -> float | None:
 
 def combine_workloads(means: Sequence[float]) -> float:
     """One objective value from per-workload means: their geometric mean when all are positive
-    (so each workload counts by its ratio, whatever its scale), else the arithmetic mean."""
+    (so each workload counts by its ratio, whatever its scale), else the arithmetic mean. One
+    workload's mean is its value as it is: exp(log(m)) would be off in the last bit, and a tuner
+    that breaks ties by exact values (FLASH's tree) would propose otherwise."""
+    if len(means) == 1:
+        return float(means[0])
     if all(m > 0 for m in means):
         return float(math.exp(sum(math.log(m) for m in means) / len(means)))
     return float(sum(means) / len(means))
