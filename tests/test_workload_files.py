@@ -137,4 +137,5 @@ def test_defaults_written_into_the_help_are_shown() -> None:
     ).stdout
     helped = " ".join(helped.replace("│", " ").split())  # unwrapped
     assert "[default: 5 on targets that measure this machine, else 0]" in helped
-    assert "[default: 10; pgbench and db_bench 30]" in helped and "[default: 30; on --resume: as stored]" in helped
+    assert "[default: 10; pgbench and db_bench 30]" in helped
+    assert "[default: 30; on --resume: as stored]" in helped
