@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import types
 import typing
@@ -346,6 +347,19 @@ class Target(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.teardown()
+
+
+def noise_fraction(value: Any, what: str) -> float:
+    """A target's multiplicative noise setting as a float: a finite fraction >= 0, else one
+    line naming the setting (`what`)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise TargetError(f"{what} must be a fraction >= 0, not {value!r}")
+    return float(value)
 
 
 def require_root(what: str) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from stortune.errors import StortuneError, TargetError
 from stortune.inputs import MODEL_BYTES, read_bytes
 from stortune.space import Config, Space
-from stortune.targets.base import Target, TargetSettings, setting
+from stortune.targets.base import Target, TargetSettings, noise_fraction, setting
 from stortune.workloads.base import Measurement
 
 
@@ -71,14 +71,7 @@ class SurrogateTarget(Target):
                 "--target surrogate needs --model FILE (from `stortune model fit -o`)"
             )
         self.path = Path(s.model).expanduser().resolve()
-        noise = s.noise
-        if (
-            isinstance(noise, bool)
-            or not isinstance(noise, int | float)
-            or not math.isfinite(noise)
-            or noise < 0
-        ):
-            raise TargetError(f"surrogate noise must be a fraction >= 0, not {noise!r}")
+        noise = noise_fraction(s.noise, "surrogate noise")
         try:
             self.digest = _digest(self.path)
             if s.sha256 is not None and s.sha256 != self.digest:
@@ -91,7 +84,7 @@ class SurrogateTarget(Target):
             raise
         except (StortuneError, OSError) as exc:
             raise TargetError(f"surrogate model: {_one_line(exc)}") from None
-        self.noise = float(noise)
+        self.noise = noise
         self.seed = int(s.seed)
         self.held = dict(s.held or {})
         self._full = self.space.root  # a subspace holding other values

@@ -12,7 +12,6 @@ resume.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from stortune.errors import TargetError
 from stortune.space import Config, Space
-from stortune.targets.base import Target, TargetSettings, setting
+from stortune.targets.base import Target, TargetSettings, noise_fraction, setting
 from stortune.workloads.base import Measurement
 
 CEILING_MBS = 2000.0  # the device's bandwidth
@@ -76,11 +75,7 @@ class ToyTarget(Target):
         **values: Any,
     ) -> None:
         super().__init__(space, settings, **values)
-        noise = self.settings.toy_noise
-        if isinstance(noise, bool) or not isinstance(noise, int | float) or not noise >= 0:
-            raise TargetError(f"--toy-noise must be a fraction >= 0, not {noise!r}")
-        if not math.isfinite(noise):
-            raise TargetError(f"--toy-noise must be finite, not {noise!r}")
+        self.noise = noise_fraction(self.settings.toy_noise, "--toy-noise")
         self._rng = np.random.default_rng(int(self.settings.toy_seed))
         self._metrics: dict[str, float] | None = None
 
@@ -94,7 +89,7 @@ class ToyTarget(Target):
     def measure(self, timeout: float | None = None, repetition: int = 0) -> Measurement:
         if self._metrics is None:
             raise TargetError("the toy target was run before a config was applied")
-        factor = 1.0 + self.settings.toy_noise * float(self._rng.standard_normal())
+        factor = 1.0 + self.noise * float(self._rng.standard_normal())
         factor = max(factor, 0.01)
         return Measurement(
             {
