@@ -40,6 +40,11 @@ class RunStatus(StrEnum):
     FAILED = "failed"  # the benchmark crashed, printed nothing usable, or the config did not apply
     TIMEOUT = "timeout"  # killed at the per-run time limit
     DISTURBED = "disturbed"  # other work on the machine spoilt it: a placeholder, measured again
+    LOST = "lost"  # the node measuring it died or left: a placeholder, measured on another node
+
+
+# Runs that hold a slot without a result: measured again later, never counted in a value.
+PLACEHOLDERS = (RunStatus.DISTURBED, RunStatus.LOST)
 
 
 class TrialStatus(StrEnum):
@@ -76,6 +81,7 @@ class StopReason(StrEnum):
     BUDGET = "budget"  # the plan is complete (every evaluation or slot measured)
     TIME = "time"  # the time budget was spent
     BUSY = "busy"  # the machine stayed busy past the wait limit
+    NO_NODES = "no-nodes"  # no node of the cluster was left to measure on
 
 
 class StartState(StrEnum):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from stortune.enums import CampaignStatus, RunStatus, TrialStatus
+from stortune.enums import PLACEHOLDERS, CampaignStatus, RunStatus, TrialStatus
 from stortune.errors import StoreError
 from stortune.storecells import (
     JsonCell,
@@ -593,7 +593,7 @@ class Store:
                 runs.c.trial_id == trial_id,
                 runs.c.workload == workload,
                 runs.c.repetition == repetition,
-                runs.c.status == RunStatus.DISTURBED,
+                runs.c.status.in_([str(p) for p in PLACEHOLDERS]),
             )
             earlier = conn.execute(sa.select(runs).where(*slot)).all()
             if earlier:

@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "tune",
     "report",
     "demo",
+    "cluster",
 ]
 
 # Each command and command group, and the module that registers it (a test checks this
@@ -62,6 +63,8 @@ COMMANDS = {
     "recommend": "tune",
     "report": "report",
     "demo": "demo",
+    "worker": "cluster",
+    "cluster": "cluster",
 }
 HELP_OPTIONS = ("--help", "-h")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
@@ -195,3 +196,25 @@ def check_achieved(outcome: Outcome) -> None:
         f"campaign {outcome.campaign!r}: none of its {outcome.evaluations} evaluations "
         f"succeeded ({'; '.join(why)}); `stortune show {outcome.campaign}` lists each run{then}"
     )
+
+
+SchedulerOption = typer.Option(
+    None,
+    "--scheduler",
+    envvar="STORTUNE_SCHEDULER",
+    help="Measure on a cluster's nodes: the Dask scheduler's address (tcp://HOST:8786) whose "
+    "workers are `stortune worker` nodes; one trial in flight per node, each run stored with "
+    "its node. Without it, everything runs on this machine.",
+)
+
+
+@contextlib.contextmanager
+def cluster_of(scheduler: str | None) -> Iterator[Any]:
+    """The cluster at `scheduler`, connected for the command's length; None without one."""
+    if not scheduler:
+        yield None
+        return
+    from stortune.cluster.client import Cluster
+
+    with Cluster(scheduler) as cluster:
+        yield cluster

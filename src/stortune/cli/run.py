@@ -13,10 +13,12 @@ from stortune.cli.common import (
     MEASURES_BEST,
     GuardrailOption,
     NoGuardrailsOption,
+    SchedulerOption,
     StoreOption,
     best_text,
     campaign_objective,
     check_achieved,
+    cluster_of,
     console,
     print_json,
     told_last,
@@ -155,6 +157,7 @@ def register(app: typer.Typer) -> None:
             None, "--resume", help="Continue this stored campaign where it stopped."
         ),
         store: str = StoreOption,
+        scheduler: str = SchedulerOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     ) -> None:
@@ -171,9 +174,9 @@ def register(app: typer.Typer) -> None:
         """
         reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it
         if resume:
-            with Store(store) as db:
+            with Store(store) as db, cluster_of(scheduler) as cluster:
                 result = resume_tuning(
-                    db, resume, budget=budget, seconds=seconds, reporter=reporter
+                    db, resume, budget=budget, seconds=seconds, reporter=reporter, cluster=cluster
                 )
             print_outcome(result.outcome, _metric(result), json_out)
             return
@@ -213,7 +216,8 @@ def register(app: typer.Typer) -> None:
             name=name,
             allow_risk=allow_risk,
         )
-        with Store(store) as db:
+        with Store(store) as db, cluster_of(scheduler) as cluster:
+            job.cluster = cluster
             result = start_tuning(db, job, reporter)
         print_outcome(result.outcome, _metric(result), json_out)
 
@@ -241,6 +245,7 @@ def register(app: typer.Typer) -> None:
             "the campaign was started].",
         ),
         store: str = StoreOption,
+        scheduler: str = SchedulerOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     ) -> None:
@@ -250,10 +255,12 @@ def register(app: typer.Typer) -> None:
         Example: stortune resume fs1 --budget 40
 
         Example: stortune resume fs1 --busy-wait 1800
+
+        Example: stortune resume fs1 --scheduler tcp://coordinator:8786
         """
         rules = {"busy_wait": busy_wait, "check_disturbance": check_disturbance}
-        with Store(store) as db:
-            measuring = open_campaign(db, campaign, budget=budget, seconds=seconds)
+        with Store(store) as db, cluster_of(scheduler) as cluster:
+            measuring = open_campaign(db, campaign, budget=budget, seconds=seconds, cluster=cluster)
             given = {k: v for k, v in rules.items() if v is not None}
             measuring.rules = replace(measuring.rules, **given)
             reporter = ConsoleReporter(quiet or json_out, stops=False)  # print_outcome tells it

@@ -14,10 +14,12 @@ from stortune.cli import targets as target_options
 from stortune.cli.common import (
     GuardrailOption,
     NoGuardrailsOption,
+    SchedulerOption,
     StoreOption,
     best_text,
     campaign_objective,
     check_achieved,
+    cluster_of,
     console,
     err_console,
     print_json,
@@ -235,6 +237,7 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Option(None, "--name", "-n", help="Campaign name (default: made up)."),
         resume: str = typer.Option(None, "--resume", help="Continue this stored campaign."),
         store: str = StoreOption,
+        scheduler: str = SchedulerOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
         json_out: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     ) -> None:
@@ -263,9 +266,12 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune tune --target ceph --osds 1 --space ceph --workload rados-rand
         -o bw_mbs:max --rank lasso --rank-budget 30 --top-k 16 --hold default --compare expert
+
+        Example: stortune tune --target command --command "./bench.sh {threads}" --space my.yaml
+        -o iops:max --budget 40 --scheduler tcp://coordinator:8786
         """
         reporter = ConsoleReporter(quiet or json_out)
-        with Store(store) as db:
+        with Store(store) as db, cluster_of(scheduler) as cluster:
             if resume:
                 whole = load_space(space) if space else None
                 result = resume_tuning(
@@ -281,6 +287,7 @@ def register(app: typer.Typer) -> None:
                     agent=agent,
                     reporter=reporter,
                     measure_risks=measure_risks,
+                    cluster=cluster,
                 )
             else:
                 target = targets.build_with_space(space)
@@ -326,6 +333,7 @@ def register(app: typer.Typer) -> None:
                     agent=agent,
                     allow_risk=allow_risk,
                     measure_risks=measure_risks,
+                    cluster=cluster,
                 )
                 result = start_tuning(db, job, reporter)
         print_result(result, json_out)

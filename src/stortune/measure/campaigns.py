@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -36,6 +36,11 @@ from stortune.tuners.pool import pool_within
 from stortune.workloads import make_workload
 from stortune.workloads.base import Workload
 
+if TYPE_CHECKING:
+    from stortune.cluster.client import Cluster
+
+PARALLEL = "parallel"  # the stored setting: trials in flight at once on a cluster (its order)
+
 
 @dataclass
 class Measuring:
@@ -47,6 +52,7 @@ class Measuring:
     rules: RunRules
     seconds: float | None = None
     settings: dict[str, Any] | None = None  # stored settings this sitting changes
+    cluster: Cluster | None = None  # measure on its nodes, not on this machine
 
     @property
     def campaign(self) -> Campaign:
@@ -62,6 +68,18 @@ class Measuring:
             if self.settings is not None:
                 self.log.update_settings(self.settings)
                 self.settings = None
+            if self.cluster is not None:
+                from stortune.cluster.coordinator import ClusterRunner
+
+                return ClusterRunner(
+                    self.log,
+                    self.cluster,
+                    self.target.kind,
+                    self.rules,
+                    on_event,
+                    self.seconds,
+                    lease,
+                ).execute(self.plan)
             runner = Runner(self.log, self.target, self.rules, on_event, self.seconds, lease)
             return runner.execute(self.plan)
 
@@ -118,12 +136,15 @@ def open_campaign(
     seconds: float | None = None,
     target: Target | None = None,
     workloads: Sequence[Workload | None] | None = None,
+    cluster: Cluster | None = None,
 ) -> Measuring:
     """A stored campaign's plan, rebuilt as it was started (a tuning budget may be raised,
     a time budget given anew; for a verification, `budget` is its most rounds). A new campaign
     is opened the same way, right after `new_campaign` stored it: a start is a resume with no
     runs. `target` and `workloads`, when given, are the objects the stored specs describe,
-    already in hand (a started cluster, a test's stand-in)."""
+    already in hand (a started Ceph cluster, a test's stand-in). With `cluster`, the plan is
+    measured on its nodes: a tuning campaign with as many trials in flight as it had nodes when
+    it started (stored as its `parallel` setting, so a resume proposes as it would have)."""
     campaign = store.campaign(name)
     kind = campaign.kind
     if kind in (CampaignKind.DATASET, CampaignKind.PROFILE):
@@ -161,7 +182,17 @@ def open_campaign(
             tune.budget,
             pool=pool,
         )
-        plan = TunePlan(log, workloads, space, tuner, tune, target.state_after)
+        if cluster is not None:
+            from stortune.measure.parallel import ParallelTunePlan
+
+            if PARALLEL not in settings:
+                settings[PARALLEL] = max(1, len(cluster.nodes()))
+                changed = settings
+            plan = ParallelTunePlan(
+                log, workloads, space, tuner, tune, target.state_after, int(settings[PARALLEL])
+            )
+        else:
+            plan = TunePlan(log, workloads, space, tuner, tune, target.state_after)
         plan.notes += notes
         seconds = tune.seconds
     elif kind in (CampaignKind.SWEEP, CampaignKind.NOISE):
@@ -175,4 +206,4 @@ def open_campaign(
         seconds = seconds or rounds.max_seconds
     else:
         raise StortuneError(f"campaign {name!r} is of an unknown kind {kind!r}")
-    return Measuring(log, plan, target, rules, seconds, changed)
+    return Measuring(log, plan, target, rules, seconds, changed, cluster)

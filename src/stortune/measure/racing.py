@@ -44,6 +44,9 @@ class Verdict(StrEnum):
     BREAKS_GUARDRAIL = "breaks guardrail"  # won on the objective, a guardrail fell too far
     FAILED = "failed"  # the challenger did not run
     FIRST = "first"  # the first config: incumbent without a race
+    # beat the incumbent it raced, but a race that ended meanwhile crowned a better one (a
+    # cluster's races overlap): the incumbent stays
+    OUTRUN = "outrun"
 
 
 @dataclass(frozen=True)

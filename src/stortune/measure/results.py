@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stortune.enums import Direction, RunStatus
+from stortune.enums import PLACEHOLDERS, Direction, RunStatus
 from stortune.measure.racing import Verdict
 from stortune.objective import Objective, combine_workloads
 from stortune.stats import summarize
@@ -72,7 +72,7 @@ def _why_none(runs: Sequence[Run]) -> str:
 def finished_slots(trial: Trial) -> set[tuple[str, int]]:
     """(workload, repetition) pairs a trial has a result for; a disturbed run is not one, so a
     resumed campaign measures it again (`Store.add_run` then replaces it)."""
-    return {(r.workload, r.repetition) for r in trial.runs if r.status != RunStatus.DISTURBED}
+    return {(r.workload, r.repetition) for r in trial.runs if r.status not in PLACEHOLDERS}
 
 
 def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | None:

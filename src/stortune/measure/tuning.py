@@ -31,7 +31,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from stortune.enums import Direction, RunStatus, TrialStatus
+from stortune.enums import PLACEHOLDERS, Direction, RunStatus, TrialStatus
 from stortune.errors import ConfigError, StortuneError
 from stortune.measure.log import CampaignLog
 from stortune.measure.racing import Verdict, decide, log_ratio, pooled_spread
@@ -359,16 +359,25 @@ class TunePlan(Plan):
                     rep = self._next_rep(incumbent)
                     yield Visit(incumbent, self.slots(rep), counted=False, info=info)
             pairs = self._pairs(trial)
-            self.races.append(pairs)
-            self.incumbent = self.log.trial(incumbent.id)
-            self.log.finish(self.incumbent)  # its new runs count
-            if verdict == Verdict.WINS and self._broken_guardrails(trial, self.incumbent):
+            defended = self.log.trial(incumbent.id)
+            self.log.finish(defended)  # its new runs count
+            if verdict == Verdict.WINS and self._broken_guardrails(trial, defended):
                 verdict = Verdict.BREAKS_GUARDRAIL
         summary = self._finish_race(trial, source, verdict, incumbent, pairs)
-        if verdict in (Verdict.FIRST, Verdict.WINS):
-            self.incumbent = self.log.trial(trial.id)
+        self._conclude(trial, verdict, pairs if incumbent is not None else None)
         self.tuner.observe_state(state)
         self.tuner.tell(trial.config, summary.value)
+
+    def _conclude(self, trial: Trial, verdict: Verdict, pairs: list[float] | None) -> None:
+        """A race's end as the next races see it: its pairs join the pooled spread, and a
+        winner becomes the incumbent (one that defended is read again, with its new runs).
+        A plan with several trials in flight orders these by trial (`parallel`)."""
+        if pairs is not None:
+            self.races.append(pairs)
+        if verdict in (Verdict.FIRST, Verdict.WINS):
+            self.incumbent = self.log.trial(trial.id)
+        elif self.incumbent is not None:
+            self.incumbent = self.log.trial(self.incumbent.id)
 
     def _finish_race(
         self,
@@ -445,7 +454,7 @@ class TunePlan(Plan):
     def _has_step(self, trial: Trial, step: int) -> bool:
         """Whether the challenger has a run of `step` (a disturbed placeholder is not one)."""
         return any(
-            own and r.status != RunStatus.DISTURBED for own, r in self._step_runs(trial, step)
+            own and r.status not in PLACEHOLDERS for own, r in self._step_runs(trial, step)
         )
 
     def _steps_done(self, trial: Trial) -> int:
@@ -453,7 +462,7 @@ class TunePlan(Plan):
         steps = {
             (r.info or {}).get("step")
             for r in self.log.store.trial_runs(trial.id)
-            if (r.info or {}).get("race") == trial.seq and r.status != RunStatus.DISTURBED
+            if (r.info or {}).get("race") == trial.seq and r.status not in PLACEHOLDERS
         }
         done = 0
         while done in steps and self._incumbent_ran(trial, done):
@@ -465,7 +474,7 @@ class TunePlan(Plan):
         stopped campaign left is measured again), unless other work kept spoiling the visits
         `DISTURBED_REVISITS` allows, which the race then goes on without."""
         theirs = [r for own, r in self._step_runs(trial, step) if not own]
-        spoilt = sum(r.status == RunStatus.DISTURBED for r in theirs)
+        spoilt = sum(r.status in PLACEHOLDERS for r in theirs)
         return len(theirs) > spoilt or spoilt > DISTURBED_REVISITS
 
     def _pairs(
@@ -550,7 +559,7 @@ class TunePlan(Plan):
         if not every:
             return
         trial = self._reference_trial()
-        done = [r for r in self.log.store.trial_runs(trial.id) if r.status != RunStatus.DISTURBED]
+        done = [r for r in self.log.store.trial_runs(trial.id) if r.status not in PLACEHOLDERS]
         last_at = max(((r.info or {}).get("at_seq", -1) for r in done), default=None)
         due = last_at is None or seq - last_at >= every or (closing and last_at < seq)
         if not due:

@@ -69,11 +69,13 @@ _held: Held[Path, int] = Held()  # lock path -> the fd this process holds it by
 class BenchmarkLock:
     """Context manager holding the machine's benchmark lock; `what` names the holder.
 
-    Re-entrant within a process: a loop and the target it drives may both take it."""
+    Re-entrant within a process: a loop and the target it drives may both take it. A
+    `node` of a cluster holds its own (``benchmark-NODE.lock``): each node measures its own
+    device, and several test nodes may share one machine when a user tries a cluster out."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, node: str | None = None) -> None:
         self.what = what
-        self.path = lock_dir() / "benchmark.lock"
+        self.path = lock_dir() / (f"benchmark-{node}.lock" if node else "benchmark.lock")
 
     def __enter__(self) -> BenchmarkLock:
         _held.take(

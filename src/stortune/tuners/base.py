@@ -30,6 +30,9 @@ class Observation:
 class Tuner(ABC):
     name: str = ""
     takes_pool: bool = False  # searches a finite pool of configs itself (`pool` argument)
+    # asked several times before any tell, proposes configs that know of each other (else a
+    # plan with several in flight asks a copy told the pending ones: `measure.parallel`)
+    asks_pending: bool = False
 
     def __init__(
         self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None

@@ -42,7 +42,8 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 def _sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
+        # the constant liar acts only on trials asked and not yet told: a cluster's in flight
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     if name == "optuna-random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "qmc":
@@ -63,6 +64,8 @@ def distribution(p: Parameter) -> BaseDistribution:
 
 
 class OptunaTuner(Tuner):
+    asks_pending = True  # a study keeps asked trials running: several may be in flight
+
     def __init__(
         self,
         space: Space,

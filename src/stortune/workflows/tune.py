@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stortune.enums import (
     CampaignKind,
@@ -51,6 +51,9 @@ from stortune.workflows.reporting import Reporter, Silent, run_measuring
 from stortune.workflows.verify import verify
 from stortune.workloads.base import Workload
 
+if TYPE_CHECKING:
+    from stortune.cluster.client import Cluster
+
 
 @dataclass
 class TuneJob:
@@ -74,6 +77,7 @@ class TuneJob:
     agent: Path | None = None  # ddpg: continue from this saved agent and save it back
     allow_risk: bool = False  # search values that can lose data on a crash too
     measure_risks: RiskScope = RiskScope.NONE  # risky values verified on top of the best
+    cluster: Cluster | None = None  # measure on its nodes (`stortune worker`), not here
 
     def campaign_name(self) -> str:
         return self.name or f"{self.space.name}-{self.tuner}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -139,7 +143,9 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
         tuner=job.tuner, seed=job.seed,
     )  # fmt: skip
     # a start is a resume with no runs: the campaign is opened from what was just stored
-    measuring = open_campaign(store, campaign.name, target=job.target, workloads=job.workloads)
+    measuring = open_campaign(
+        store, campaign.name, target=job.target, workloads=job.workloads, cluster=job.cluster
+    )
     plan = measuring.plan
     assert isinstance(plan, TunePlan)
     plan.notes += notes  # the budget cut before it was stored
@@ -157,7 +163,7 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
         risky = _risky(job.space, result.outcome.best_config, job.measure_risks)
         compare = {**job.compare, **risky}
         result.verification = _verify(
-            store, measuring, job.space, job.target, compare, rules, reporter
+            store, measuring, job.space, job.target, compare, rules, reporter, job.cluster
         )
     return result
 
@@ -176,13 +182,14 @@ def resume_tuning(
     agent: Path | None = None,
     reporter: Reporter | None = None,
     measure_risks: RiskScope = RiskScope.NONE,
+    cluster: Cluster | None = None,
 ) -> TuneResult:
     """Continue a stored tuning campaign where it stopped (a budget may be raised), then
     verify if asked (with the best's risky variants in `measure_risks`, as a start does). The
     default to compare with is the whole space's: `space`, else the one an earlier
     verification kept, else the campaign's (pinned) space's."""
     reporter = reporter or Silent()
-    measuring = open_campaign(store, name, budget=budget, seconds=seconds)
+    measuring = open_campaign(store, name, budget=budget, seconds=seconds, cluster=cluster)
     if not isinstance(measuring.plan, TunePlan):
         raise StortuneError(
             f"campaign {name!r} is a {measuring.campaign.kind}, not a tuning campaign "
@@ -200,7 +207,9 @@ def resume_tuning(
             assert previous is not None
             reporter.note(f"continuing the verification {previous.name}, which was stopped")
             run_measuring(
-                open_campaign(store, previous.name, target=target), reporter, previous.name
+                open_campaign(store, previous.name, target=target, cluster=cluster),
+                reporter,
+                previous.name,
             )
             result.verification = Verification.read(store, store.campaign(previous.name), campaign)
             return result
@@ -210,7 +219,9 @@ def resume_tuning(
         whole_space = space or _bundled(campaign.space_name) or whole
         risky = _risky(whole_space, result.outcome.best_config, measure_risks)
         compared = {**(compare or {}), **risky}
-        result.verification = _verify(store, measuring, whole, target, compared, rules, reporter)
+        result.verification = _verify(
+            store, measuring, whole, target, compared, rules, reporter, cluster
+        )
     return result
 
 
@@ -301,6 +312,7 @@ def _verify(
     compare: Mapping[str, Config],
     rules: VerifyRules,
     reporter: Reporter,
+    cluster: Cluster | None = None,
 ) -> Verification | None:
     trials = store.trials(measuring.campaign.id)
     best = campaign_best(measuring.campaign, trials)
@@ -315,7 +327,7 @@ def _verify(
         if safe is not None:
             configs[SAFE_LABEL] = dict(safe.config)
     configs.update(compare)
-    return verify(store, measuring.campaign, target, configs, rules, space, reporter)
+    return verify(store, measuring.campaign, target, configs, rules, space, reporter, cluster)
 
 
 def pareto_rows(store: Store, campaign: Campaign, objective: Objective) -> list[dict[str, Any]]:
