@@ -186,7 +186,7 @@ def test_a_killed_coordinator_resumes_to_the_uninterrupted_campaign(bowl, cluste
     resumed, runs = stored(cut, "same")
     configs = {s: t["config"] for s, t in uninterrupted.items() if s >= 0}
     assert {s: t["config"] for s, t in resumed.items() if s >= 0} == configs
-    assert Counter(seq for seq, *_ , status, _ in runs if status == "ok" and seq >= 0) == Counter(
+    assert Counter(seq for seq, *_, status, _ in runs if status == "ok" and seq >= 0) == Counter(
         range(16)
     )  # each trial's one run, none twice
 

@@ -25,6 +25,7 @@ from stortune.space import Space
 from stortune.targets import registry, target_class
 from stortune.targets.base import CliOption, Target
 from stortune.targets.command import check_output_format, split_command
+from stortune.targets.table import MAX_REPLAY
 from stortune.workloads.base import Workload
 
 DEFAULT_TARGET = "localfs"
@@ -82,6 +83,7 @@ OPTION_CHECKS: dict[str, checks.Callback] = {
     "memory_limit": checks.SIZE,
     "noise": checks.within(bounds.SHARE),
     "noise_seed": checks.SEED,
+    "replay_seconds": checks.within(bounds.Range(0, MAX_REPLAY)),
     "osds": checks.within(bounds.Range(1, 64, whole=True)),
     "health_timeout": checks.TIMEOUT,
     "command": checks.checked(lambda text: (split_command(text), text)[1]),

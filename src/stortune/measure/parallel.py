@@ -11,8 +11,10 @@ whatever the nodes' timing, and a resumed campaign goes on as an uninterrupted o
   value and, when racing, when its race's end takes effect (its pairs, a new incumbent).
 - Pending configs are shown to the tuner as constant lies (the mean value told so far; a failure
   before any value): a copy of the tuner is told the lies and asked, so the tuner itself hears
-  only measured values. A tuner that keeps its asked proposals pending itself (Optuna's samplers,
-  with their own constant liar: `Tuner.asks_pending`) is asked directly.
+  only measured values; it keeps what the copy learnt besides (`Tuner.adopt`: a GP's fitted
+  hyperparameters), and a resume asks the same copies again to learn it alike. A tuner that
+  keeps its asked proposals pending itself (Optuna's samplers, with their own constant liar;
+  random and Latin hypercube designs: `Tuner.asks_pending`) is asked directly.
 - When racing (or when the default is measured first), trial 0 ends before trial 1 starts: every
   race needs an incumbent.
 
@@ -173,7 +175,9 @@ class ParallelTunePlan(TunePlan):
         lie = statistics.fmean(told) if told else None
         for trial in self._pending():
             fork.tell(trial.config, lie)
-        return fork.ask()
+        config = fork.ask()
+        self.real.adopt(fork)
+        return config
 
     def _pending(self) -> list[Trial]:
         return [
@@ -204,8 +208,9 @@ class ParallelTunePlan(TunePlan):
         for trial in stored:
             self.current = trial.seq
             source = (trial.info or {}).get("source")
-            if source != DEFAULT_SOURCE and getattr(self.real, "asks_pending", False):
-                self.real.ask()  # keeps a seeded tuner's sequence aligned with the stored one
+            self._asked = trial.seq
+            if source != DEFAULT_SOURCE:
+                self._propose()  # what proposing taught the tuner (a seeded sequence, a fit)
             self._asked = trial.seq + 1
             if trial.finished:
                 self._replay_finished(trial)

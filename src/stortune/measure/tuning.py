@@ -453,9 +453,7 @@ class TunePlan(Plan):
 
     def _has_step(self, trial: Trial, step: int) -> bool:
         """Whether the challenger has a run of `step` (a disturbed placeholder is not one)."""
-        return any(
-            own and r.status not in PLACEHOLDERS for own, r in self._step_runs(trial, step)
-        )
+        return any(own and r.status not in PLACEHOLDERS for own, r in self._step_runs(trial, step))
 
     def _steps_done(self, trial: Trial) -> int:
         """Steps whose challenger run exists (the last may still lack the incumbent's)."""

@@ -15,12 +15,17 @@ log-normal noise of that relative standard deviation, a fresh draw each time a c
 again (a resumed campaign's target counts the runs it stored, `recall`), so a tuner meets the
 noise a real system has while `true_value` still knows the noise-free value of whatever it
 recommends.
+
+`replay_seconds` makes every run sleep that long, as a real benchmark would take: the engine's
+own overheads (a cluster's speedup, a coordinator's proposals) are then measured against runs
+of a known length.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +48,7 @@ WORKLOAD_COLUMN = f"{RUN_PREFIX}workload"
 STATUS_COLUMN = f"{RUN_PREFIX}status"
 NO_WORKLOAD = ""  # the rows of a dataset without a workload column
 ANY_WORKLOAD = "*"  # every row of a config, whatever its workload (a run without a workload)
+MAX_REPLAY = 3600.0  # seconds a replayed run may be made to take
 
 
 @dataclass(frozen=True)
@@ -62,11 +68,21 @@ class TableSettings(TargetSettings):
         help="table target: relative SD of seeded noise on every replayed run (0.07 = 7%).",
     )
     noise_seed: int = setting(0, flag="--noise-seed", help="table target: seed of that noise.")
+    replay_seconds: float = setting(
+        0.0,
+        flag="--replay-seconds",
+        help="table target: sleep this long in each run, as a real benchmark would take (for "
+        "measuring the engine's own overheads, e.g. a cluster's speedup).",
+    )
     metrics: list[str] | None = setting(None)  # the metric columns, when the file must be told
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.noise) and 0 <= self.noise <= 1):
             raise TargetError(f"--noise is a relative SD from 0 to 1, not {self.noise}")
+        if not (math.isfinite(self.replay_seconds) and 0 <= self.replay_seconds <= MAX_REPLAY):
+            raise TargetError(
+                f"--replay-seconds is from 0 to {MAX_REPLAY:g} seconds, not {self.replay_seconds}"
+            )
         if self.pool and self.nearest:
             raise TargetError("--pool and --nearest exclude each other: a pool has no neighbours")
 
@@ -224,6 +240,7 @@ class TableTarget(Target):
     def _row(self, workload: str, repetition: int) -> Measurement:
         if self._current is None:
             raise TargetError("the table target was run before a config was applied")
+        time.sleep(self.settings.replay_seconds)
         slot = (self._current, workload)
         rows = self._rows.get(slot)
         if not rows:

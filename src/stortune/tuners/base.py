@@ -61,6 +61,11 @@ class Tuner(ABC):
         """A proposal that will not be measured (a pool answered it with another config):
         tuners that keep asked proposals pending drop it here."""
 
+    def adopt(self, fork: Tuner) -> None:  # noqa: B027
+        """Keep what a copy of this tuner learnt while proposing with pending configs told as
+        lies (`measure.parallel`): a model's fitted hyperparameters, say, as the next fit's
+        start. Never its history: the lies stay with the copy."""
+
     def leave_repeats_to_caller(self) -> None:  # noqa: B027
         """The caller re-measures configs itself (racing): a tuner that would propose repeats
         of its leaders stops doing so."""

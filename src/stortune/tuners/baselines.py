@@ -18,6 +18,7 @@ class RandomTuner(Tuner):
 
     name = "random"
     takes_pool = True
+    asks_pending = True  # its proposals never depend on values: each ask is a new draw
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class LHSTuner(Tuner):
     """A Latin hypercube design of `budget` configs, in order; random once it is used up."""
 
     name = "lhs"
+    asks_pending = True  # the design's next point, whatever was told
 
     def __init__(
         self, space: Space, direction: str = "max", seed: int = 0, budget: int | None = None

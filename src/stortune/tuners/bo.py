@@ -122,6 +122,12 @@ class BOTuner(Tuner):
                 return leader
         return self._propose()
 
+    def adopt(self, fork: Tuner) -> None:
+        """The copy's fitted GP hyperparameters: the next fit starts warm from them."""
+        hyper = getattr(fork, "_hyper", None)
+        if hyper is not None:
+            self._hyper = hyper
+
     def leave_repeats_to_caller(self) -> None:
         """The caller re-measures configs itself (racing): propose no repeats."""
         self._repeats = False

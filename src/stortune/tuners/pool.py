@@ -110,6 +110,10 @@ class PoolProjection(Tuner):
         self.name = inner.name
         self.pool = Pool(inner.space, pool)
 
+    @property
+    def asks_pending(self) -> bool:  # type: ignore[override]
+        return self.inner.asks_pending
+
     def ask(self) -> Config:
         proposal = self.inner.ask()
         row = self.pool.nearest_open(proposal)
