@@ -230,7 +230,8 @@ PURE = {
     "test_tuners_bestconfig", "test_tuners_ddpg", "test_tuners_flash", "test_tuners_pool",
     "test_tuners_repeats", "test_tuners_synthetic", "test_model_workflow", "test_resume_risks",
     "test_toy_target", "test_values", "test_rank_methods", "test_rank_workloads",
-    "test_profile_model", "test_cli_output", "test_campaign_lease",
+    "test_profile_model", "test_cli_output", "test_campaign_lease", "test_cluster",
+    "test_parallel_plan",
 }  # fmt: skip
 LONGEST_FIRST = ("machine", "ceph")  # the two long groups start at once, one on each worker
 

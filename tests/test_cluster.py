@@ -1,7 +1,7 @@
 """Campaigns on a Dask cluster: a scheduler and three nodes on 127.0.0.1 as separate processes,
 each with its own state folder, measuring a command target whose optimum is known; a node
-SIGKILLed mid-run; a coordinator SIGKILLed and resumed; a short localfs campaign on three
-loop images."""
+SIGKILLed mid-run; a coordinator SIGKILLed and resumed. (test_cluster_localfs: three loop
+images.)"""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import STORTUNE
 
 from stortune.cluster.local import LocalCluster, start_local
 
 pytestmark = pytest.mark.slow
-STORTUNE = [sys.executable, "-m", "stortune"]
+
 OPTIMUM = 100.0  # the program's score at x=7, y=3
 
 SPACE = textwrap.dedent(
@@ -189,29 +190,3 @@ def test_a_killed_coordinator_resumes_to_the_uninterrupted_campaign(bowl, cluste
     assert Counter(seq for seq, *_, status, _ in runs if status == "ok" and seq >= 0) == Counter(
         range(16)
     )  # each trial's one run, none twice
-
-
-@pytest.mark.root
-def test_a_localfs_campaign_on_three_loop_images(tmp_path: Path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: loop devices and mounts")
-    target = ["--target", "localfs", "--image-size", "256m", "--memory-limit", "128m"]
-    root = tmp_path / "cluster"
-    with start_local(3, root, target) as nodes:
-        argv = [
-            *STORTUNE, "tune", *target, "--space", "localfs", "-w", "randread", "--runtime", "1",
-            "-o", "total.iops:max", "--budget", "4", "--no-intensify", "--repetitions", "1",
-            "--no-check-disturbance", "--scheduler", nodes.address,
-            "--store", str(tmp_path / "fs.db"), "--name", "fs", "--quiet",
-        ]  # fmt: skip
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-2000:]
-        mounts = Path("/proc/mounts").read_text()
-        assert str(root) in mounts or "stortune" in mounts  # the nodes hold their file systems
-    trials, runs = stored(tmp_path / "fs.db", "fs")
-    assert sorted(s for s in trials if s >= 0) == [0, 1, 2, 3]
-    assert {node for *_, status, node in runs if status == "ok"} <= {"local-1", "local-2",
-                                                                     "local-3"}  # fmt: skip
-    assert str(root) not in Path("/proc/mounts").read_text()  # every node tore its target down
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    assert str(root) not in loops
