@@ -74,6 +74,12 @@ def register(app: typer.Typer) -> None:
             help="The scheduler's port (0: any free one).",
             callback=checks.within(bounds.Range(0, 65535, whole=True)),
         ),
+        prefix: str = typer.Option(
+            "local",
+            "--prefix",
+            help="The nodes' names: PREFIX-1 .. PREFIX-N.",
+            callback=checks.checked(_node_name),
+        ),
         folder: Path = typer.Option(
             None,
             "--folder",
@@ -96,7 +102,7 @@ def register(app: typer.Typer) -> None:
         targets.build(None)  # options that do not name one target fail here, once
         root = folder or Path(tempfile.mkdtemp(prefix="stortune-cluster-"))
         args = _target_args(sys.argv)
-        with start_local(workers, root, args, port) as cluster:
+        with start_local(workers, root, args, port, prefix) as cluster:
             console.print(
                 f"scheduler {cluster.address}, nodes {', '.join(cluster.nodes)} "
                 f"(logs and state in {root}); Ctrl-C stops them",
@@ -127,7 +133,7 @@ def _target_args(argv: list[str]) -> list[str]:
     """The command line's target options, handed on to each node: everything after `local`
     but this command's own options."""
     args = argv[argv.index("local") + 1 :] if "local" in argv else []
-    own = {"--workers", "--port", "--folder"}
+    own = {"--workers", "--port", "--folder", "--prefix"}
     out: list[str] = []
     skip = False
     for arg in args:

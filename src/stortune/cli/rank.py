@@ -21,9 +21,11 @@ from stortune.cli import targets as target_options
 from stortune.cli.common import (
     SOURCE_HELP,
     RawOption,
+    SchedulerOption,
     StoreOption,
     WorkloadFilterOption,
     check_achieved,
+    cluster_of,
     console,
     print_json,
 )
@@ -120,6 +122,7 @@ def measure_sample(
     reference_every: int | None,
     name: str | None,
     quiet: bool,
+    scheduler: str | None = None,
 ) -> str:
     """`rank --budget N`: a Latin hypercube of N configs measured on the target (stored as a
     campaign of kind sample, so it can be ranked again or resumed); returns its name."""
@@ -135,12 +138,12 @@ def measure_sample(
     measured = Objective.parse(objective)
     check_campaign_metrics(measured, workloads, target)  # before anything is stored
     name = name or f"{space.name}-rank-{time.strftime('%Y%m%d-%H%M%S')}"
-    with Store(store) as db:
+    with Store(store) as db, cluster_of(scheduler) as cluster:
         outcome = sample_space(
             db, name, space, target, workloads, measured,
             budget, rules, ConsoleReporter(quiet),
             reference_every=target_options.reference_every(reference_every, target),
-            repetitions=repetitions,
+            repetitions=repetitions, cluster=cluster,
         )  # fmt: skip
     check_achieved(outcome)
     return name
@@ -218,6 +221,7 @@ def register(app: typer.Typer) -> None:
         ),
         raw: bool = RawOption,
         store: str = StoreOption,
+        scheduler: str = SchedulerOption,
         json_out: bool = JsonOption,
     ) -> None:
         """Rank parameters by importance: Carver's greedy variance reduction or Lasso, on a
@@ -253,6 +257,7 @@ def register(app: typer.Typer) -> None:
                 reference_every,
                 name,
                 json_out,
+                scheduler,
             )
             workload = None
         dataset = resolve_dataset(source, store, workload, raw, metric, json_out)

@@ -12,9 +12,11 @@ from stortune.cli import targets as target_options
 from stortune.cli.common import (
     GuardrailOption,
     NoGuardrailsOption,
+    SchedulerOption,
     StoreOption,
     campaign_objective,
     check_achieved,
+    cluster_of,
     console,
     print_json,
 )
@@ -91,6 +93,7 @@ def register(app: typer.Typer) -> None:
         resume: str = typer.Option(None, "--resume", help="Continue this stored sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan, measure nothing."),
         store: str = StoreOption,
+        scheduler: str = SchedulerOption,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
         json_out: bool = typer.Option(False, "--json", help="Print the plan/outcome as JSON."),
     ) -> None:
@@ -102,9 +105,9 @@ def register(app: typer.Typer) -> None:
 
         Example: stortune sweep --resume localfs-sweep-20261122
         """
-        with Store(store) as db:
+        with Store(store) as db, cluster_of(scheduler) as cluster:
             if resume:
-                measuring = open_campaign(db, resume)
+                measuring = open_campaign(db, resume, cluster=cluster)
             else:
                 target = targets.build_with_space(space)
                 s = target.space
@@ -167,6 +170,7 @@ def register(app: typer.Typer) -> None:
                         timeout=timeout, check_disturbance=check_disturbance, busy_wait=busy_wait
                     ),
                 )
+            measuring.cluster = cluster  # a sweep's visits go in order, to one node
             outcome = run_measuring(measuring, ConsoleReporter(quiet or json_out))
             trials = [t for t in db.trials(measuring.campaign.id) if t.seq > 0]
         result = {

@@ -99,14 +99,14 @@ def wait_ready(name: str, proc: subprocess.Popen, log: Path) -> None:
 
 
 def start_local(
-    workers: int, root: Path, target_args: Sequence[str], port: int = 0
+    workers: int, root: Path, target_args: Sequence[str], port: int = 0, prefix: str = "local"
 ) -> LocalCluster:
-    """A scheduler and `workers` nodes named local-1..local-N, their folders under `root`."""
+    """A scheduler and `workers` nodes named PREFIX-1..PREFIX-N, their folders under `root`."""
     address, scheduler = start_scheduler(port, root / "scheduler.log")
     cluster = LocalCluster(address, scheduler)
     try:
         for i in range(1, workers + 1):
-            name = f"local-{i}"
+            name = f"{prefix}-{i}"
             log = root / f"{name}.log"
             cluster.nodes[name] = start_node(address, name, root / name, target_args, log)
         for name, proc in cluster.nodes.items():

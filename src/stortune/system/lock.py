@@ -75,17 +75,22 @@ class BenchmarkLock:
 
     def __init__(self, what: str, node: str | None = None) -> None:
         self.what = what
+        self.node = node
         self.path = lock_dir() / (f"benchmark-{node}.lock" if node else "benchmark.lock")
 
     def __enter__(self) -> BenchmarkLock:
+        busy = (
+            "another stortune benchmark is measuring on this machine ({holder}); one at a "
+            f"time, since they would spoil each other's runs (lock: {self.path})"
+        )
+        if self.node:
+            busy = (
+                f"node {self.node} is running already ({{holder}}): one process per node; give "
+                f"this one another name (lock: {self.path})"
+            )
         _held.take(
             self.path,
-            lambda: exclusive_flock(
-                self.path,
-                f"pid {os.getpid()}, {self.what}",
-                "another stortune benchmark is measuring on this machine ({holder}); one at a "
-                f"time, since they would spoil each other's runs (lock: {self.path})",
-            ),
+            lambda: exclusive_flock(self.path, f"pid {os.getpid()}, {self.what}", busy),
         )
         return self
 

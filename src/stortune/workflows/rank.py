@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -45,6 +45,9 @@ from stortune.targets.base import Target
 from stortune.tuners.topk import pin, rankable, top_k, with_parents
 from stortune.workflows.reporting import Reporter, run_measuring
 from stortune.workloads.base import Workload
+
+if TYPE_CHECKING:
+    from stortune.cluster.client import Cluster
 
 
 class RankMethod(StrEnum):
@@ -189,6 +192,7 @@ def sample_space(
     seed: int = 0,
     reference_every: int = 0,
     repetitions: int = 1,
+    cluster: Cluster | None = None,
 ) -> Outcome:
     """Measure a Latin hypercube of `configs` configs (one run each, unless told) as a
     campaign of kind sample (stored like any other, so it can be ranked again or resumed)."""
@@ -199,7 +203,9 @@ def sample_space(
         store, name, CampaignKind.SAMPLE, space, target, workloads, objective,
         {**settings.to_dict(), **rules.to_dict()}, tuner="lhs", seed=seed,
     )  # fmt: skip
-    measuring = open_campaign(store, campaign.name, target=target, workloads=workloads)
+    measuring = open_campaign(
+        store, campaign.name, target=target, workloads=workloads, cluster=cluster
+    )
     return run_measuring(measuring, reporter, f"sampling {name}")
 
 

@@ -270,6 +270,7 @@ def _rank(store: Store, job: TuneJob, space: Space, name: str, reporter: Reporte
         sample_space(
             store, label, space, job.target, job.workloads, job.objective, n, job.rules,
             reporter, seed=job.seed, reference_every=job.settings.reference_every,
+            cluster=job.cluster,
         )  # fmt: skip
         return label
 
