@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from stortune.workloads import make_workload
 from stortune.workloads.base import Measurement
 
 RESOURCE = "stortune-node"  # the Dask resource a node offers, one visit at a time
+JOIN_SECONDS = 60  # a node whose scheduler cannot be reached (or is gone) this long stops
 
 
 class NodeRefused(StortuneError):
@@ -177,6 +179,11 @@ def serve(scheduler: str, name: str, target: Target, ready: str = "") -> None:
             asyncio.run(_work(scheduler, name, ready))
         except KeyboardInterrupt:
             pass
+        except (OSError, TimeoutError) as exc:
+            raise StortuneError(
+                f"node {name}: no Dask scheduler answered at {scheduler} within "
+                f"{JOIN_SECONDS:g} s ({type(exc).__name__}: {exc})"
+            ) from None
         finally:
             _SERVICE.close()
             _SERVICE = None
@@ -192,7 +199,8 @@ async def _work(scheduler: str, name: str, ready: str) -> None:
         resources={RESOURCE: 1},
         dashboard=False,
         memory_limit=0,
-        death_timeout=60,  # a node whose scheduler is gone for a minute stops
+        death_timeout=JOIN_SECONDS,
+        silence_logs=logging.WARNING,  # Dask's own start-up lines: the node prints its own
     ) as worker:
         if ready:
             print(ready, flush=True)
