@@ -154,8 +154,12 @@ class ClusterRunner:
                     if nodes and not waiting:
                         raise StortuneError("the plan waits for a trial no node is measuring")
                     alone_since = alone_since or time.monotonic()
-                    if time.monotonic() - alone_since > NODE_WAIT:
+                    left = NODE_WAIT - (time.monotonic() - alone_since)
+                    if left < 0:
                         return StopReason.NO_NODES
+                    if not nodes:
+                        why = f"no node to measure on at {self.cluster.scheduler}: waiting"
+                        self.on_event(Event(EventKind.WAIT, message=why, seconds_left=left))
                     time.sleep(POLL_SECONDS * 5)
                     continue
                 alone_since = None
