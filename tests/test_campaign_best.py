@@ -99,3 +99,16 @@ def test_a_winner_is_judged_by_its_runs_after_the_win(store: Store) -> None:
     )
     gain = in_loop_gain(store, made)
     assert gain is not None and gain.gain == pytest.approx(0.0)  # 100 after the win, not 115
+
+
+def test_on_a_cluster_values_are_compared_through_each_nodes_reference(store: Store) -> None:
+    """x=1 ran on a node twice as fast as x=2's: its higher value is the node, not the config."""
+    made = campaign(store, [(0, None, [(50.0, None)])], intensify=False)
+    for seq, (x, node, value) in enumerate([(1, "fast", 180.0), (2, "slow", 100.0)], start=1):
+        trial = store.add_trial(made.id, seq, {"x": x}, {"node": node})
+        store.finish_trial(trial, "ok", value)
+    for seq, (node, value) in enumerate([("fast", 200.0), ("slow", 100.0)], start=1):
+        reference = store.add_trial(made.id, -seq, {"x": 0}, {"source": "reference", "node": node})
+        store.finish_trial(reference, "ok", value)
+    assert best_x(store, made) == 2
+    assert best_x(store, made, only={1, 2}) == 1  # a subset without the references: raw values

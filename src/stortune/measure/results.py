@@ -8,7 +8,7 @@ slot (`finished_slots`), so the slot is measured again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,15 +75,22 @@ def finished_slots(trial: Trial) -> set[tuple[str, int]]:
     return {(r.workload, r.repetition) for r in trial.runs if r.status not in PLACEHOLDERS}
 
 
-def best_trial(trials: Iterable[Trial], direction: Direction | str) -> Trial | None:
-    """The trial with the best value in the objective's direction (None: no trial has one)."""
+def best_trial(
+    trials: Iterable[Trial],
+    direction: Direction | str,
+    value: Callable[[Trial], float | None] = lambda t: t.value,
+) -> Trial | None:
+    """The trial with the best `value` (its own, unless told) in the objective's direction
+    (None: no trial has one)."""
     sign = Direction(direction).sign
     best: Trial | None = None
+    best_value = 0.0
     for trial in trials:
-        if trial.value is None:
+        v = value(trial)
+        if v is None:
             continue
-        if best is None or sign * trial.value > sign * best.value:  # type: ignore[operator]
-            best = trial
+        if best is None or sign * v > sign * best_value:
+            best, best_value = trial, v
     return best
 
 
@@ -106,9 +113,34 @@ def race_incumbent(trials: Iterable[Trial]) -> Trial | None:
 def campaign_best(campaign: Campaign, trials: Iterable[Trial]) -> Trial | None:
     """A campaign's best evaluation: the last incumbent among `trials` when they raced
     (intensification), else the best value (a campaign that did not race, a verification, a
-    raced one stopped before its first verdict, or a subset without an incumbent)."""
+    raced one stopped before its first verdict, or a subset without an incumbent). On a
+    cluster, values are compared relative to the reference of the node each trial ran on."""
     from stortune.measure.reference import is_reference
 
+    trials = list(trials)
     evaluated = [t for t in trials if not is_reference(t)]
     holder = race_incumbent(evaluated) if campaign.settings.get("intensify") else None
-    return holder or best_trial(evaluated, Objective.from_dict(campaign.objective).direction)
+    direction = Objective.from_dict(campaign.objective).direction
+    nodes = node_references(trials)
+    if holder is None and nodes:
+        return best_trial(evaluated, direction, lambda t: _relative(t, nodes))
+    return holder or best_trial(evaluated, direction)
+
+
+def node_references(trials: Iterable[Trial]) -> dict[str, float]:
+    """Each cluster node's reference value (its default config, measured before its first
+    trial), by node name; empty for a campaign measured on one machine."""
+    from stortune.measure.reference import is_reference
+
+    return {
+        str(t.info["node"]): float(t.value)
+        for t in trials
+        if is_reference(t) and (t.info or {}).get("node") and t.value and t.value > 0
+    }
+
+
+def _relative(trial: Trial, nodes: Mapping[str, float]) -> float | None:
+    reference = nodes.get(str((trial.info or {}).get("node")))
+    if trial.value is None or reference is None:
+        return None
+    return trial.value / reference
