@@ -98,11 +98,12 @@ def register(app: typer.Typer) -> None:
         --scheduler tcp://127.0.0.1:8786
         """
         from stortune.cluster.local import start_local
+        from stortune.measure.runner import sigterm_as_interrupt
 
         targets.build(None)  # options that do not name one target fail here, once
         root = folder or Path(tempfile.mkdtemp(prefix="stortune-cluster-"))
         args = _target_args(sys.argv)
-        with start_local(workers, root, args, port, prefix) as cluster:
+        with sigterm_as_interrupt(), start_local(workers, root, args, port, prefix) as cluster:
             console.print(
                 f"scheduler {cluster.address}, nodes {', '.join(cluster.nodes)} "
                 f"(logs and state in {root}); Ctrl-C stops them",
