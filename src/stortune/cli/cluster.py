@@ -114,13 +114,20 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
                 soft_wrap=True,
             )
+            told: set[str] = set()
             try:
-                while all(p.poll() is None for p in cluster.nodes.values()):
+                while any(p.poll() is None for p in cluster.nodes.values()):
+                    for name, proc in cluster.nodes.items():
+                        if proc.poll() is not None and name not in told:
+                            told.add(name)  # a node lost is what a campaign copes with
+                            err_console.print(
+                                f"node {name} stopped (its log: {root / name}.log)",
+                                highlight=False,
+                            )
                     time.sleep(1)
             except KeyboardInterrupt:
                 return
-            gone = [n for n, p in cluster.nodes.items() if p.poll() is not None]
-            raise StortuneError(f"node {gone[0]} stopped (its log: {root / gone[0]}.log)")
+            raise StortuneError(f"every node stopped (their logs: {root})")
 
 
 def _node_name(text: str) -> str:

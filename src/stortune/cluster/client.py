@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import CancelledError
 from typing import Any
 
 from stortune.cluster.node import RESOURCE, measure_visit
@@ -34,8 +35,14 @@ class Cluster:
             ) from None
 
     def nodes(self) -> dict[str, str]:
-        """Connected nodes: name -> worker address."""
-        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        """Connected nodes: name -> worker address; none while the scheduler is out of reach
+        (the client reconnects by itself when it comes back)."""
+        if self.client.status != "running":
+            return {}
+        try:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        except (OSError, TimeoutError, CancelledError):
+            return {}
         return {
             str(info.get("name")): address
             for address, info in workers.items()
@@ -60,7 +67,8 @@ class Cluster:
 
         if not futures:
             return
-        with self.client.as_current(), contextlib.suppress(TimeoutError):
+        # a future cancelled (the scheduler's connection lost) is done: the caller sees it
+        with self.client.as_current(), contextlib.suppress(TimeoutError, CancelledError, OSError):
             wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED")
 
     def close(self) -> None:

@@ -283,7 +283,12 @@ class ClusterRunner:
         result = VisitResult(
             outcome.applied, outcome.error, list(outcome.measurements), dict(outcome.state)
         )
-        return job if self._advance(job, result, schedule) else None
+        if self._advance(job, result, schedule):
+            return job
+        why = schedule.refused(job)
+        if why is not None:
+            self._leave_out(node, f"{why} ({outcome.error or _first_error(outcome)})")
+        return None
 
     def _lose(self, job: Job, node: str, waiting: deque[Job], why: str) -> None:
         """A visit whose node died: its runs stored as lost, the visit measured elsewhere."""
@@ -334,6 +339,10 @@ class _Schedule:
     def done(self) -> bool:
         raise NotImplementedError
 
+    def refused(self, job: Job) -> str | None:
+        """Why the node of a job that just ended may measure no more (None: it may)."""
+        return None
+
     def close(self) -> None:
         """Nothing more will be measured."""
 
@@ -356,6 +365,13 @@ class _TrialsInFlight(_Schedule):
     def ended(self, job: Job) -> None:
         if not job.reference:
             self.plan.ended(job.seq)
+
+    def refused(self, job: Job) -> str | None:
+        """Why a node whose reference just ended cannot measure: its default config gave no
+        value, so nothing it measures could be compared with the other nodes'."""
+        if job.reference and job.node and self.plan.reference_value(job.node) is None:
+            return f"node {job.node}: its reference (the default config) gave no value"
+        return None
 
     def done(self) -> bool:
         return self.plan.exhausted() and self.plan.settled()
@@ -388,3 +404,7 @@ class _InOrder(_Schedule):
 
 def _schedule_of(plan: Plan) -> _Schedule:
     return _TrialsInFlight(plan) if isinstance(plan, ParallelTunePlan) else _InOrder(plan)
+
+
+def _first_error(outcome: VisitOutcome) -> str:
+    return next((r.measurement.error for r in outcome.runs if r.measurement.error), "no error")

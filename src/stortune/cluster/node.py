@@ -179,6 +179,13 @@ def serve(scheduler: str, name: str, target: Target, ready: str = "") -> None:
             asyncio.run(_work(scheduler, name, ready))
         except KeyboardInterrupt:
             pass
+        except ValueError as exc:
+            if "name taken" not in str(exc):
+                raise
+            raise StortuneError(
+                f"node {name}: the scheduler {scheduler} has a node of that name already; "
+                "give this one another --node"
+            ) from None
         except (OSError, TimeoutError) as exc:
             raise StortuneError(
                 f"node {name}: no Dask scheduler answered at {scheduler} within "
