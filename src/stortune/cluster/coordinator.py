@@ -140,7 +140,7 @@ class ClusterRunner:
                         del running[name]
                         future.cancel()
                         self._lose(job, name, waiting, f"node {name} left mid-run")
-                out_of_time = self._deadline is not None and time.monotonic() > self._deadline
+                out_of_time = self._out_of_time()
                 for name, address in nodes.items():
                     if name not in running and not out_of_time:
                         job = self._job_for(name, waiting, schedule)
@@ -168,15 +168,22 @@ class ClusterRunner:
                     if future.done():
                         del running[name]
                         follow = self._collect(job, name, future, waiting, schedule)
-                        if follow is not None and name in nodes and name not in self.left_out:
-                            running[name] = (
-                                follow,
-                                nodes[name],
-                                self._submit(follow, name, nodes[name]),
-                            )
+                        if follow is None:
+                            continue
+                        # no visit starts after the time budget (its trial stays pending for a
+                        # resume); a node left out hands its job's next visit to another
+                        free = name in nodes and name not in self.left_out
+                        if free and not self._out_of_time():
+                            address = nodes[name]
+                            running[name] = (follow, address, self._submit(follow, name, address))
+                        else:
+                            self._requeue(follow, waiting)
         finally:
             for _job, _address, future in running.values():
                 future.cancel()
+
+    def _out_of_time(self) -> bool:
+        return self._deadline is not None and time.monotonic() > self._deadline
 
     def _job_for(self, node: str, waiting: deque[Job], schedule: _Schedule) -> Job | None:
         """A waiting job (a lost visit), else the node's reference, else a new trial."""
