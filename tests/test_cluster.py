@@ -114,6 +114,9 @@ def test_a_campaign_finds_the_known_optimum_on_three_nodes(bowl, cluster):
     assert measured_on == {"local-1", "local-2", "local-3"}
     references = [t for t in trials.values() if t["info"].get("source") == "reference"]
     assert sorted(t["info"]["node"] for t in references) == ["local-1", "local-2", "local-3"]
+    shown = subprocess.run([*STORTUNE, "show", "bowl", "--store", str(store)],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "nodes" in shown.stdout and "local-3" in shown.stdout
 
 
 def test_a_node_killed_mid_run_loses_and_repeats_nothing(bowl, cluster):

@@ -65,13 +65,20 @@ def _trials_table(c: Campaign, trials: list[Trial]) -> tuple[str, Table]:
         f"{c.target.get('kind')}, tuner {c.tuner or '-'}, objective {c.metric}:{c.direction}"
     )
     table = Table()
-    for column in ("#", "status", c.metric, "rsd", "runs", "config"):
+    nodes = any((r.info or {}).get("node") for t in trials for r in t.runs)  # a cluster's
+    columns = ("#", "status", c.metric, "rsd", "runs", *(("nodes",) if nodes else ()), "config")
+    for column in columns:
         table.add_column(column)
     for t in trials:
         rsds = [w.get("rsd") for w in (t.summary or {}).values() if isinstance(w, dict)]
         rsd = f"{max(rsds):.1%}" if rsds and all(r is not None for r in rsds) else ""
         value = number(t.value) if t.value is not None else (t.error or "")[:60]
-        table.add_row(str(t.seq), t.status, value, rsd, str(len(t.runs)), str(t.config))
+        row = [str(t.seq), t.status, value, rsd, str(len(t.runs))]
+        if nodes:  # where its runs were measured, and where a node was lost under it
+            measured = dict.fromkeys(str((r.info or {}).get("node", "")) for r in t.runs)
+            lost = [f"lost on {n}" for n in (t.info or {}).get("lost_on", [])]
+            row.append(", ".join([*(n for n in measured if n), *lost]))
+        table.add_row(*row, str(t.config))
     return heading, table
 
 
