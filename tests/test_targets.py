@@ -1,5 +1,6 @@
 import json
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -104,6 +105,23 @@ def test_table_target_from_spec(tmp_path: Path) -> None:
     target.apply({"a": 2})
     assert target.run().metrics == {"y": 2.0}
     assert json.loads(json.dumps(target.describe()))["dataset"] == str(path)
+
+
+def test_table_run_takes_the_replay_time_also_on_a_target_rebuilt_from_its_spec(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1, 2], "y+": [1.0, 2.0]}).to_csv(path, index=False)
+    space = parse_space("name: s\nparameters:\n  a: {type: ordinal, values: [1, 2], default: 1}\n")
+    spec = {"kind": "table", "dataset": str(path), "replay_seconds": 0.2}
+    target = make_target(make_target(spec, space).describe(), space)  # as a cluster node does
+    target.apply({"a": 2})
+    started = time.monotonic()
+    measurement = target.run()
+    assert time.monotonic() - started >= 0.2
+    assert measurement.metrics == {"y": 2.0}
+    with pytest.raises(TargetError, match="--replay-seconds is from 0 to 3600"):
+        make_target({**spec, "replay_seconds": -1.0}, space)
 
 
 def test_unknown_target_kind() -> None:
