@@ -123,10 +123,14 @@ class BOTuner(Tuner):
         return self._propose()
 
     def adopt(self, fork: Tuner) -> None:
-        """The copy's fitted GP hyperparameters: the next fit starts warm from them."""
+        """The copy's fitted GP hyperparameters (the next fit starts warm from them) and its
+        bounds, widened where its model expected the edge to be good (SAPPHIRE's dynamic
+        bounds: the lies told to the copy lie inside them and widen nothing)."""
         hyper = getattr(fork, "_hyper", None)
         if hyper is not None:
             self._hyper = hyper
+        if isinstance(fork, BOTuner):
+            self.bounds = fork.bounds
 
     def leave_repeats_to_caller(self) -> None:
         """The caller re-measures configs itself (racing): propose no repeats."""
