@@ -205,7 +205,7 @@ def rows_of(runs: list[dict], tuner: str, s: dict, serial_quality: float | None)
         rows.append(
             {"workers": n, "tuner": tuner, "seeds": len(mine),
              **{k: median_of(mine, k) for k in keys},
-             "quality_at_50": median_of(mine, "quality"), "serial_quality_at_50": serial_quality,
+             at(s): median_of(mine, "quality"), f"serial_{at(s)}": serial_quality,
              "qualities": [r["quality"] for r in sorted(mine, key=lambda r: r["seed"])],
              "ideal_speedup": round((1 + s["budget"]) / rounds, 3),
              "load_max": max(max(r["load_before"], r["load_after"]) for r in mine)}
@@ -217,6 +217,11 @@ def rows_of(runs: list[dict], tuner: str, s: dict, serial_quality: float | None)
     return rows
 
 
+def at(settings: dict) -> str:
+    """The key of the quality reached at the campaigns' budget (quality_at_50)."""
+    return f"quality_at_{settings['budget']}"
+
+
 def summarise(result: dict) -> None:
     """rows, control, serial and check from the campaigns."""
     s, runs = result["settings"], result["campaigns"]
@@ -226,7 +231,7 @@ def summarise(result: dict) -> None:
         "seeds": len(serial),
         "wall_seconds": median_of(serial, "wall_seconds"),
         "campaign_seconds": median_of(serial, "campaign_seconds"),
-        "quality_at_50": serial_quality,
+        at(s): serial_quality,
         "qualities": [r["quality"] for r in sorted(serial, key=lambda r: r["seed"])],
     }
     rows = result["rows"] = rows_of(runs, DEFAULT_TUNER, s, serial_quality)
@@ -238,8 +243,7 @@ def summarise(result: dict) -> None:
         if r["workers"] > 1
     }
     quality = {
-        str(r["workers"]): serial_quality is not None
-        and r["quality_at_50"] >= 0.99 * serial_quality
+        str(r["workers"]): serial_quality is not None and r[at(s)] >= 0.99 * serial_quality
         for r in rows
     }
     cost = result.get("proposal_cost") or {"rows": []}
@@ -267,15 +271,15 @@ def markdown(result: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| serial | {DEFAULT_TUNER} | {serial['seeds']} | {num(serial['wall_seconds'], '{:.1f}')} "
         f"| {num(serial['campaign_seconds'], '{:.1f}')} | | | | | "
-        f"{num(serial['quality_at_50'], '{:.4f}')} | |",
+        f"{num(serial[at(s)], '{:.4f}')} | |",
     ]
     for r in result["rows"] + result["control"]:
         lines.append(
             f"| {r['workers']} | {r['tuner']} | {r['seeds']} | {r['wall_seconds']:.1f} | "
             f"{r['campaign_seconds']:.1f} | {num(r['speedup'])}x ({r['ideal_speedup']:.2f}x) | "
             f"{num(r['campaign_speedup'])}x | {r['busy_share']:.0%} | "
-            f"{num(r['node_wait_median'])} | {r['quality_at_50']:.4f} | "
-            f"{num(r['serial_quality_at_50'], '{:.4f}')} |"
+            f"{num(r['node_wait_median'])} | {r[at(s)]:.4f} | "
+            f"{num(r[f'serial_{at(s)}'], '{:.4f}')} |"
         )
     cost = result.get("proposal_cost")
     if cost:
