@@ -25,8 +25,8 @@ def test_a_localfs_campaign_on_three_loop_images(tmp_path: Path):
     root = tmp_path / "cluster"
     with start_local(3, root, target) as nodes:
         argv = [
-            *STORTUNE, "tune", *target, "--space", "localfs", "-w", "randread", "--runtime", "1",
-            "-o", "total.iops:max", "--budget", "4", "--no-intensify", "--repetitions", "1",
+            *STORTUNE, "tune", *target, "--space", "localfs", "-w", "webserver", "--runtime", "1",
+            "-o", "total.iops:max", "--budget", "3", "--no-intensify", "--repetitions", "1",
             "--no-check-disturbance", "--scheduler", nodes.address,
             "--store", str(tmp_path / "fs.db"), "--name", "fs", "--quiet",
         ]  # fmt: skip
@@ -35,7 +35,9 @@ def test_a_localfs_campaign_on_three_loop_images(tmp_path: Path):
         mounts = Path("/proc/mounts").read_text()
         assert str(root) in mounts or "stortune" in mounts  # the nodes hold their file systems
     trials, runs = stored(tmp_path / "fs.db", "fs")
-    assert sorted(s for s in trials if s >= 0) == [0, 1, 2, 3]
+    assert sorted(s for s in trials if s >= 0) == [0, 1, 2]
+    assert all(t["status"] == "ok" for s, t in trials.items() if s < 0)  # each node's default
+    assert any(t["status"] == "ok" for s, t in trials.items() if s >= 0)  # some apply on 256m
     assert {node for *_, status, node in runs if status == "ok"} <= {"local-1", "local-2",
                                                                      "local-3"}  # fmt: skip
     assert str(root) not in Path("/proc/mounts").read_text()  # every node tore its target down

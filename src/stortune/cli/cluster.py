@@ -55,7 +55,12 @@ def register(app: typer.Typer) -> None:
         )
         serve(scheduler, node, target, ready=f"{READY}: {node}")
 
-    cluster_app = typer.Typer(help="A cluster of measuring nodes (Dask distributed).")
+    cluster_app = typer.Typer(
+        help="A cluster of measuring nodes on Dask distributed: `cluster local` starts a "
+        "scheduler and N nodes on this machine to try it out (`stortune worker` starts one node "
+        "on a test machine).\n\n"
+        "Example: stortune cluster local --workers 3 --target toy"
+    )
     app.add_typer(cluster_app, name="cluster")
 
     @cluster_app.command("local")
