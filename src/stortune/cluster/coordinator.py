@@ -40,7 +40,6 @@ from stortune.measure.runner import (
     Outcome,
     Plan,
     RunRules,
-    Slot,
     Visit,
     VisitResult,
     campaign_outcome,
@@ -264,13 +263,12 @@ class ClusterRunner:
                 kept.ended,
                 info,
             )
-            slot = Slot(None, kept.repetition)
             self.on_event(
                 Event(
                     EventKind.RUN,
                     visit.trial,
                     kept.workload,
-                    slot.repetition,
+                    kept.repetition,
                     kept.measurement,
                     counted=visit.counted,
                 )

@@ -38,6 +38,7 @@ from typing import Any
 from stortune.measure.log import CampaignLog
 from stortune.measure.racing import Verdict
 from stortune.measure.reference import REFERENCE, is_reference
+from stortune.measure.results import node_references
 from stortune.measure.runner import Visit, VisitResult
 from stortune.measure.tuning import DEFAULT_SOURCE, REFERENCE_SEQ, StateOf, TunePlan, TuneSettings
 from stortune.space import Config, Space
@@ -100,6 +101,7 @@ class ParallelTunePlan(TunePlan):
         self._told = 0  # trials 0.._told-1 have had their turn
         self._asked = 0  # trials 0.._asked-1 were proposed
         self._reps: dict[int, int] = {}  # trial id -> the next repetition handed out
+        self._referenced: set[str] = set()  # nodes whose reference is measured
 
     # ---- the order ----------------------------------------------------------------------
     def defer(self, effect: Callable[[], None]) -> None:
@@ -190,15 +192,15 @@ class ParallelTunePlan(TunePlan):
         """A trial's value as the tuner hears it: divided by its node's reference value."""
         if value is None:
             return None
-        trial = next((t for t in self.log.trials() if t.seq == seq), None)
+        trials = self.log.trials()
+        trial = next((t for t in trials if t.seq == seq), None)
         node = ((trial.info or {}) if trial else {}).get(NODE)
-        reference = self.reference_value(node) if node else None
+        reference = node_references(trials).get(str(node)) if node else None
         return value / reference if reference else value
 
     def reference_value(self, node: str) -> float | None:
-        trial = self._reference_trial_of(node)
-        value = self.log.summary(trial).value if trial is not None else None
-        return value if value is not None and value > 0 else None
+        """The node's reference value (None: not measured, or it gave no value)."""
+        return node_references(self.log.trials()).get(node)
 
     # ---- resuming ---------------------------------------------------------------------------
     def resume(self) -> list[Job]:
@@ -266,8 +268,15 @@ class ParallelTunePlan(TunePlan):
         )
 
     def needs_reference(self, node: str) -> bool:
+        """Whether `node` has yet to measure its reference (asked for each free node while
+        the order holds proposals back: the store is read until the answer is no)."""
+        if node in self._referenced:
+            return False
         trial = self._reference_trial_of(node)
-        return trial is None or not trial.finished
+        if trial is not None and trial.finished:
+            self._referenced.add(node)
+            return False
+        return True
 
     def reference_job(self, node: str) -> Job:
         """The node's reference: the default config, measured once before its first trial."""
