@@ -41,7 +41,8 @@ def run_in_order(tmp_path, tuner: str, lag: int, shuffle_seed: int, intensify: b
             store, "c", CampaignKind.TUNE, space, target, [None], Objective.parse("bw_mbs:max"),
             {**settings.to_dict(), **RunRules().to_dict()}, tuner=tuner, seed=5,
         )  # fmt: skip
-        measuring = open_campaign(store, "c", target=target, cluster=Nodes(lag))  # type: ignore[arg-type]
+        nodes = Nodes(lag - 1)  # one more in flight than nodes: the proposal made ahead
+        measuring = open_campaign(store, "c", target=target, cluster=nodes)  # type: ignore[arg-type]
         plan = measuring.plan
         assert isinstance(plan, ParallelTunePlan) and plan.lag == lag
         runner = Runner(measuring.log, target, RunRules())

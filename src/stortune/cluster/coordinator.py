@@ -145,6 +145,8 @@ class ClusterRunner:
                         job = self._job_for(name, waiting, schedule)
                         if job is not None:
                             running[name] = (job, address, self._submit(job, name, address))
+                if nodes and len(running) == len(nodes) and not waiting and not out_of_time:
+                    self._propose_ahead(waiting, schedule)
                 if not running:
                     if out_of_time:
                         return StopReason.TIME
@@ -185,16 +187,23 @@ class ClusterRunner:
         return self._deadline is not None and time.monotonic() > self._deadline
 
     def _job_for(self, node: str, waiting: deque[Job], schedule: _Schedule) -> Job | None:
-        """A waiting job (a lost visit), else the node's reference, else a new trial."""
+        """The node's reference if it has none yet, else a waiting job (a lost visit, or the
+        proposal made ahead), else a new trial."""
         while True:
-            if waiting:
-                job = waiting.popleft()
-            else:
-                job = schedule.next_for(node)
-                if job is None:
-                    return None
+            job = schedule.reference_for(node)
+            if job is None:
+                job = waiting.popleft() if waiting else schedule.next_job()
+            if job is None:
+                return None
             if job.visit is not None or self._advance(job, None, schedule):
                 return job
+
+    def _propose_ahead(self, waiting: deque[Job], schedule: _Schedule) -> None:
+        """With every node busy, make the next proposal now, so the node that frees first
+        starts it at once instead of waiting while the tuner computes it."""
+        job = schedule.next_job()
+        if job is not None and self._advance(job, None, schedule):
+            waiting.append(job)
 
     def _advance(self, job: Job, result: VisitResult | None, schedule: _Schedule) -> bool:
         """Give the job's plan the result and take its next visit; False when it ended."""
@@ -332,7 +341,11 @@ class _Schedule:
     def resumed(self) -> list[Job]:
         return []
 
-    def next_for(self, node: str) -> Job | None:
+    def reference_for(self, node: str) -> Job | None:
+        """What `node` measures before anything else (None: nothing)."""
+        return None
+
+    def next_job(self) -> Job | None:
         raise NotImplementedError
 
     def drive(self, job: Job) -> None:
@@ -359,9 +372,10 @@ class _TrialsInFlight(_Schedule):
     def resumed(self) -> list[Job]:
         return self.plan.resume()
 
-    def next_for(self, node: str) -> Job | None:
-        if self.plan.needs_reference(node):
-            return self.plan.reference_job(node)
+    def reference_for(self, node: str) -> Job | None:
+        return self.plan.reference_job(node) if self.plan.needs_reference(node) else None
+
+    def next_job(self) -> Job | None:
         return self.plan.next_job()
 
     def drive(self, job: Job) -> None:
@@ -390,7 +404,7 @@ class _InOrder(_Schedule):
         self.started = False
         self.over = False
 
-    def next_for(self, node: str) -> Job | None:
+    def next_job(self) -> Job | None:
         if self.started:
             return None
         self.started = True

@@ -143,8 +143,9 @@ def open_campaign(
     is opened the same way, right after `new_campaign` stored it: a start is a resume with no
     runs. `target` and `workloads`, when given, are the objects the stored specs describe,
     already in hand (a started Ceph cluster, a test's stand-in). With `cluster`, the plan is
-    measured on its nodes: a tuning campaign with as many trials in flight as it had nodes when
-    it started (stored as its `parallel` setting, so a resume proposes as it would have)."""
+    measured on its nodes: a tuning campaign with one trial in flight more than it had nodes
+    when it started, so a proposal is ready when a node frees (stored as its `parallel`
+    setting, so a resume proposes as it would have)."""
     campaign = store.campaign(name)
     kind = campaign.kind
     if kind in (CampaignKind.DATASET, CampaignKind.PROFILE):
@@ -186,7 +187,7 @@ def open_campaign(
             from stortune.measure.parallel import ParallelTunePlan
 
             if PARALLEL not in settings:
-                settings[PARALLEL] = max(1, len(cluster.nodes()))
+                settings[PARALLEL] = max(1, len(cluster.nodes())) + 1  # one proposal ahead
                 changed = settings
             plan = ParallelTunePlan(
                 log, workloads, space, tuner, tune, target.state_after, int(settings[PARALLEL])
