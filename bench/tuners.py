@@ -8,7 +8,7 @@ SMAC3 and HEBO from their own virtualenv, bench/peer_tuners.py) runs `--seeds` s
   that is not a full grid is served in pool mode: tuners choose among its rows (FLASH, bo and
   random search the pool themselves, the others' proposals move to the nearest unmeasured row),
   so every evaluation is a measured config and nothing is served by a neighbour. From each
-  campaign's best-so-far curve: the best as a fraction of the optimum after 10/30/100
+  campaign's best-so-far curve: the best as a fraction of the optimum after 10/20/30/100
   evaluations (for a minimised metric, optimum / best), evaluations to within 5% and 1% of the
   optimum, and whether it found the optimum itself.
 * Noisy replay: every evaluation is multiplied by seeded log-normal noise of relative SD
