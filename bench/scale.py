@@ -57,6 +57,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -352,6 +353,9 @@ def main() -> None:
     parser.add_argument("--no-run", action="store_true", help="re-print from the results file")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    # SIGTERM (kill, nohup's stop) unwinds like Ctrl-C: the running campaign's command is
+    # killed and the local cluster's scheduler and nodes are stopped, none left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.serial_replay_seconds is None:
         args.serial_replay_seconds = args.replay_seconds
     settings = {

@@ -148,6 +148,14 @@ def test_a_node_killed_mid_run_loses_and_repeats_nothing(bowl, cluster):
     for seq in (s for s, t in evaluated.items() if t["info"].get("lost_on")):
         finished_on = {node for s, *_, status, node in runs if s == seq and status == "ok"}
         assert "local-2" not in finished_on or len(finished_on) > 1
+    # with its three nodes busy on trials 0-2, the coordinator proposed trial 3 ahead, before
+    # any of them ended: the node that frees first starts it at once
+    with sqlite3.connect(store) as db:
+        made, ended = dict(db.execute("select seq, created_at from trials")), {}
+        for seq, end in db.execute("select t.seq, r.ended_at from runs r join trials t on "
+                                   "t.id = r.trial_id where t.seq between 0 and 2"):  # fmt: skip
+            ended[seq] = max(ended.get(seq, 0.0), end)
+    assert made[3] < min(ended.values())
 
 
 def _trials_done(store: Path, name: str) -> int:

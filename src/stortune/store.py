@@ -583,10 +583,11 @@ class Store:
         error: str | None = None,
         info: Mapping[str, Any] | None = None,
     ) -> int:
-        """Record one finished run; committed before this returns. A run stored as disturbed
-        in the same slot (trial, workload, repetition) is replaced: it was never a result, and
-        a resumed campaign measures that slot again. What it measured moves into the new run's
-        ``info['replaced_disturbed']``, so nothing measured is lost."""
+        """Record one finished run; committed before this returns. A placeholder in the same
+        slot (trial, workload, repetition: a run stored as disturbed, or lost with its node) is
+        replaced: it was never a result, and a resumed campaign measures that slot again. What
+        it measured moves into the new run's ``info['replaced_disturbed']`` (the name predates
+        lost runs), each with its status, so nothing measured is lost."""
         info = dict(info or {})
         with self._tx() as conn:
             slot = (
@@ -599,6 +600,7 @@ class Store:
             if earlier:
                 info["replaced_disturbed"] = [
                     {
+                        "status": row.status,
                         "reason": row.error,
                         "metrics": row.metrics,
                         "started_at": row.started_at,
