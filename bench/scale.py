@@ -3,8 +3,8 @@ the quality reached at equal evaluations, and the coordinator's cost per proposa
 
 Target: the `table` target replaying PromiseTune's deeparch table (moot, MIT; 4,096 configs of
 12 parameters, a full grid, one measured value each, so noise-free), minimising ``Aws-theano``;
-every run sleeps `--replay-seconds` (2 s) as a real benchmark would take. Each campaign is
-``stortune tune`` with the default tuner, `--budget` (50) evaluations of one run each
+every run sleeps `--replay-seconds` (4 s) as a real benchmark would take. Each campaign is
+``stortune tune`` with the default tuner, `--budget` (150) evaluations of one run each
 (``--no-intensify --repetitions 1 --verify 0``), its own store in /dev/shm:
 
 * serial: the command in one process, no ``--scheduler``;
@@ -21,9 +21,9 @@ budget: the best noise-free value among evaluations 1..n as a fraction of the ta
 at 1 worker / at N. The serial campaigns are compared by quality only, which does not depend on
 how long a run takes (`--serial-replay-seconds 0` spares their wait).
 "ideal" is the speedup with no overhead at all: (1 + budget) runs on one node against
-1 + ceil(budget / N) rounds of runs on N (the reference is a round of its own). Control: one
-seed per worker count of the same campaign with `--control` (random search, whose asks cost
-nothing): what the cluster costs without the tuner's proposals.
+1 + ceil(budget / N) rounds of runs on N (the reference is a round of its own). Control (none by
+default): one seed per worker count of the same campaign with `--control random`, whose asks
+cost nothing: what the cluster costs without the tuner's proposals.
 
 Proposal cost (no cluster): the default tuner told 100 evaluations of the table, then
 `ParallelTunePlan._propose` (copy the tuner, tell it the pending configs as lies, ask) timed
@@ -40,8 +40,8 @@ take 2 s keep it busy all the time, so the speedup is measured with runs of 4 s 
 evaluations (a 50-evaluation campaign cannot reach 6.4x on 8 nodes even without overhead: its
 reference round alone caps it at 6.38x).
 
-Run: python bench/scale.py [--seeds 3] [--workers 1,2,4,8] [--budget 50] [--replay-seconds 2]
-     [--serial-replay-seconds S] [--quality-at 50] [--fresh] [--no-run]
+Run: python bench/scale.py [--seeds 3] [--workers 1,2,4,8] [--budget 150] [--replay-seconds 4]
+     [--serial-replay-seconds 0] [--quality-at 50] [--control random] [--fresh] [--no-run]
      (writes bench/results/scale.json and prints the Markdown table)
 """
 
@@ -336,18 +336,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", default="1,2,4,8")
-    parser.add_argument("--budget", type=int, default=50)
-    parser.add_argument("--replay-seconds", type=float, default=2.0)
+    parser.add_argument("--budget", type=int, default=150)
+    parser.add_argument("--replay-seconds", type=float, default=4.0)
     parser.add_argument(
-        "--serial-replay-seconds", type=float, default=None, help="each run's sleep in the "
-        "serial campaigns (default: --replay-seconds); only their quality is compared, which "
-        "does not depend on it"
+        "--serial-replay-seconds", type=float, default=0.0, help="each run's sleep in the "
+        "serial campaigns; only their quality is compared, which does not depend on it"
     )  # fmt: skip
     parser.add_argument("--quality-at", type=int, default=50, help="the evaluations at which "
                         "quality is compared with the serial campaigns'")  # fmt: skip
     parser.add_argument(
-        "--control", default="random", help="a tuner whose asks cost nothing, one seed a worker "
-        "count, to tell the coordinator's proposals from the rest ('' for none)"
+        "--control", default="", help="a tuner whose asks cost nothing, one seed a worker "
+        "count, to tell the coordinator's proposals from the rest (random; none by default)"
     )  # fmt: skip
     parser.add_argument("--fresh", action="store_true", help="forget the finished campaigns")
     parser.add_argument("--no-run", action="store_true", help="re-print from the results file")
@@ -356,8 +355,6 @@ def main() -> None:
     # SIGTERM (kill, nohup's stop) unwinds like Ctrl-C: the running campaign's command is
     # killed and the local cluster's scheduler and nodes are stopped, none left behind
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.serial_replay_seconds is None:
-        args.serial_replay_seconds = args.replay_seconds
     settings = {
         "dataset": str(DATASET), "metric": METRIC, "direction": DIRECTION,
         "budget": args.budget, "replay_seconds": args.replay_seconds,
