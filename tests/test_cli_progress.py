@@ -178,6 +178,24 @@ def test_output_that_is_no_terminal_gets_a_plain_line_every_30_s() -> None:
         f"tune fs1: 5/10 runs, best 200, 0:01:11 elapsed, machine busy: {BUSY}, 540 s left"
     )
     assert lines[-1] == "stopped: the machine stayed busy"  # after the phase, last
+    assert reporter.told == ["stopped: the machine stayed busy"]  # the outcome need not repeat it
+
+
+def test_tune_tells_a_stop_once_when_the_progress_told_it(capsys) -> None:
+    from stortune.cli.tune import print_result
+    from stortune.measure.runner import Outcome
+
+    stop = "stopped: no node could measure for 60 s; finished runs are kept"
+    outcome = Outcome("c", "tune", 2, 2, 0, 0, {"x": 1}, 5.0, "no_nodes", notes=["a note", stop])
+    result = SimpleNamespace(
+        outcome=outcome, widened={}, objective=None, risks=[], in_loop=None, verification=None,
+        pareto=None,
+    )  # fmt: skip
+    print_result(result, json_out=False, told=frozenset([stop]))  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "a note" in out and "no node could measure" not in out
+    print_result(result, json_out=False)  # type: ignore[arg-type]
+    assert capsys.readouterr().out.count("no node could measure") == 1
 
 
 def test_a_terminal_gets_the_bar_and_no_plain_lines() -> None:

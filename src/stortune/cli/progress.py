@@ -54,6 +54,7 @@ class ConsoleReporter:
         self.clock = clock
         self.console = out or console
         self.every = every
+        self.told: list[str] = []  # the stops' notes printed, which the outcome need not repeat
 
     def note(self, text: str) -> None:
         if not self.quiet:
@@ -110,6 +111,8 @@ class ConsoleReporter:
         if self.stops:
             for text in stopped:
                 self.note(text)
+                if not self.quiet:
+                    self.told.append(text)
 
 
 class PlainProgress:

@@ -55,7 +55,8 @@ def compared_configs(files: list[str], space: Space) -> dict[str, Config]:
     return out
 
 
-def print_result(result: TuneResult, json_out: bool) -> None:
+def print_result(result: TuneResult, json_out: bool, told: frozenset[str] = frozenset()) -> None:
+    """The outcome, its notes but those the progress already `told` (a stop's)."""
     if json_out:
         print_json(result.to_dict())
         check_achieved(result.outcome)
@@ -72,7 +73,8 @@ def print_result(result: TuneResult, json_out: bool) -> None:
         soft_wrap=True,
     )
     for note in outcome.notes:
-        console.print(note, highlight=False, soft_wrap=True)
+        if note not in told:
+            console.print(note, highlight=False, soft_wrap=True)
     for risk in result.risks:
         console.print(f"[bold yellow]risk[/]: {risk.text()}", highlight=False, soft_wrap=True)
     if result.in_loop is not None:  # a ratio: its values are relative to a reference, no MB/s
@@ -336,7 +338,7 @@ def register(app: typer.Typer) -> None:
                     cluster=cluster,
                 )
                 result = start_tuning(db, job, reporter)
-        print_result(result, json_out)
+        print_result(result, json_out, frozenset(reporter.told))
 
     @app.command("recommend")
     def recommend_command(
