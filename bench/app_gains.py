@@ -14,15 +14,21 @@ For each application workload, on a 4 GiB loop image with the benchmark's memory
 3. One verification, interleaved in paired rounds: the default of both the application and
    the stack, each tuner's best, and stortune's best split into its two parts (its stack
    settings with the application at its defaults, its application settings on the default
-   stack: which part of the gain comes from where), and stortune's best with each risky
-   application option (fsync off, synchronous_commit off, an unsynced WAL ...): what each would
-   buy, never recommended.
+   stack: which part of the gain comes from where; stortune's flow verifies them too, and
+   recommends a part verified at least as good as the whole), and stortune's best with each
+   risky application option (fsync off, synchronous_commit off, an unsynced WAL ...): what each
+   would buy, never recommended.
+
+4. Where stortune verifies no gain (`--wide N`): a much larger search, a Latin hypercube of N
+   safe joint configs, its best re-measured in paired rounds beside the default and
+   stortune's best: are the defaults within noise of the best safe config there is to find?
 
 Every gain is on the workload's declared objective (pgbench: tps; db_bench: ops_per_s; or a
 latency with `--objective`), with its guardrails (p99 latency; or tps) beside it.
 
 Needs root. Run: python bench/app_gains.py [--workloads pgbench,rocksdb-fillrandom]
   [--objective lat_p99_ms:min] [--budget 10] [--sample 16] [--runtime 20] [--verify 5]
+  [--wide 48]
 Results: bench/results/app-gains.json and the Markdown table printed at the end (`--no-run`:
 measure nothing, the rows from the store as it is).
 """
@@ -39,6 +45,7 @@ from typing import Any
 import gains
 from gains import (
     Console,
+    best_of,
     done,
     exists,
     finish,
@@ -48,17 +55,25 @@ from gains import (
     tune_campaign,
     verified_labels,
     verify_all,
+    wide_row,
+    wide_search,
 )
 from gains_table import json_plain, table
 
 from stortune.errors import StortuneError
-from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
-from stortune.measure.verify import Verification, latest_verification, paired_gain, round_values
+from stortune.measure.verify import (
+    Advice,
+    Verification,
+    latest_verification,
+    paired_gain,
+    round_values,
+)
 from stortune.objective import Objective
 from stortune.space import Config, Space, load_space
-from stortune.space.risk import risky_variants
+from stortune.space.parts import layer_parts
+from stortune.space.risk import risky_variants, safe_space
 from stortune.store import Store
 from stortune.workflows.rank import RankOptions
 from stortune.workflows.tune import TuneJob, start_tuning
@@ -74,28 +89,6 @@ PEERS = ("tpe", "random")
 def space_for(workload: str) -> Space:
     """The joint space of the workload's application and the stack."""
     return load_space(SPACES["pgbench" if workload.startswith("pgbench") else "rocksdb"])
-
-
-def parts(space: Space, config: Config) -> dict[str, Config]:
-    """`config` split in two: its stack settings with the application at its defaults, and its
-    application settings on the default stack."""
-    default = space.default_config()
-    application = {p.name for p in space.parameters if p.application is not None}
-    stack = {k: v for k, v in config.items() if k not in application}
-    app = {k: v for k, v in config.items() if k in application}
-    out = {}
-    for label, chosen in (("stack part", stack), ("application part", app)):
-        try:
-            out[label] = space.validate({**default, **chosen})
-        except StortuneError:  # a part that needs the other (a constraint across them)
-            continue
-    return out
-
-
-def best_of(store: Store, name: str, space: Space) -> Config | None:
-    campaign = store.campaign(name)
-    best = campaign_best(campaign, store.trials(campaign.id))
-    return None if best is None else space.validate(dict(best.config))
 
 
 def measure_workload(
@@ -150,7 +143,7 @@ def measure_workload(
             configs[label] = found
     if "best" in configs:
         for label, config in {
-            **parts(space, configs["best"]),
+            **layer_parts(space, configs["best"]),
             **risky_variants(space, configs["best"], application_only=True),
         }.items():
             configs[label] = config
@@ -160,30 +153,51 @@ def measure_workload(
     ranking = sum(seconds_of(store, sample) for sample in samples)  # part of stortune's time
     rows = rows_for(store, name, space, campaigns, configs, {"best": ranking})
     add_stortune_over_peers(store, stortune, space, configs, rows)
+    ours = next(r for r in rows if r["label"] == "best")
+    if args.wide and "best" in configs and ours.get("advice") != str(Advice.APPLY):
+        # no safe gain verified: a much larger search's best, re-measured beside the default
+        # and stortune's best, shows whether one was there to find
+        wide = wide_search(
+            store, f"{tag}-wide", safe_space(space), target, workloads, objective, args.wide,
+            rules, console, args.seed + 1,
+        )  # fmt: skip
+        rows.append(
+            wide_row(store, wide, name, space, target, configs["best"], objective, args.verify,
+                     console, args.verify_max)
+        )  # fmt: skip
     return rows
 
 
 def add_stortune_over_peers(
     store: Store, tuned: str, space: Space, configs: dict[str, Config], rows: list[dict[str, Any]]
 ) -> None:
-    """Beside each peer's row, stortune's best over the peer's best, paired from the same
-    rounds of the verification (``stortune_over``: above 1 with its interval is beyond
-    noise)."""
+    """On stortune's row, the config its flow recommends (``recommended``: the best, a part of
+    it verified at least as good, or the default when none is verified better) and that
+    config's verified gain; beside each peer's row, stortune's recommendation over the peer's
+    best, paired from the same rounds of the verification (``stortune_over``: above 1 with its
+    interval is beyond noise)."""
     verification = latest_verification(store, store.campaign(tuned))
     if verification is None:
         return
     checked = Verification.read(store, verification)
+    chosen, advice, _ = checked.recommended()
     measured_as = verified_labels(store, verification, space, configs)
     values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
-    ours = values.get((measured_as.get("best") or ["best"])[0])
+    ours = values.get((measured_as.get(chosen) or [chosen])[0])
     for row in rows:
+        if row["label"] == "best":
+            gain = checked.results.get(chosen)
+            row.update(recommended=chosen, advice=str(advice))
+            if gain is not None:
+                row.update(recommended_gain=gain.gain.ratio, recommended_low=gain.gain.ratio_low,
+                           recommended_high=gain.gain.ratio_high)  # fmt: skip
         if row["label"] not in PEERS or not ours:
             continue
         theirs = values.get((measured_as.get(row["label"]) or [row["label"]])[0])
         if not theirs or not set(theirs) & set(ours):
             continue
         over = paired_gain(
-            checked.objective.metric, checked.objective.direction, theirs, ours, label="best"
+            checked.objective.metric, checked.objective.direction, theirs, ours, label=chosen
         )
         row.update(stortune_over=1 + over.gain, stortune_over_low=1 + over.ci_low,
                    stortune_over_high=1 + over.ci_high)  # fmt: skip
@@ -223,6 +237,13 @@ def main() -> None:
     parser.add_argument("--verify", type=int, default=5, help="the fewest verification rounds")
     parser.add_argument("--verify-max", type=int, default=10, help="the most rounds")
     parser.add_argument("--top-k", type=int, default=6)
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=0,
+        help="where stortune verifies no gain: a Latin hypercube of N safe configs, its best "
+        "re-measured beside the default (0: none)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--image-size", default="4g")
     parser.add_argument("--memory-limit", default="384m")
@@ -245,9 +266,18 @@ def main() -> None:
         sys.exit(1)
     print(table(rows))
     for row in rows:
+        if "recommended" in row:
+            gain = (
+                f": {row['recommended_gain']:.2f}x ({row['recommended_low']:.2f}-"
+                f"{row['recommended_high']:.2f})"
+                if "recommended_gain" in row
+                else ""
+            )
+            what = f"{row['recommended']} ({row['advice']})"
+            print(f"{row['workload']}: stortune recommends its {what}{gain}")
         if "stortune_over" in row:
             print(
-                f"{row['workload']}: stortune's best over {row['tuner']}'s, paired: "
+                f"{row['workload']}: stortune's recommendation over {row['tuner']}'s best, paired: "
                 f"{row['stortune_over']:.2f}x ({row['stortune_over_low']:.2f}-"
                 f"{row['stortune_over_high']:.2f})"
             )

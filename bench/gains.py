@@ -24,6 +24,8 @@ from stortune.measure.verify import (
     in_loop_gain,
     latest_verification,
     new_verification,
+    paired_gain,
+    round_values,
 )
 from stortune.objective import Objective
 from stortune.space import Config, Space
@@ -350,3 +352,93 @@ def best_of(store: Store, name: str, space: Space) -> Config | None:
     campaign = store.campaign(name)
     best = campaign_best(campaign, store.trials(campaign.id))
     return None if best is None else space.validate(full_config(best.config, campaign))
+
+
+def wide_search(
+    store: Store,
+    name: str,
+    safe: Space,
+    target: Target,
+    workloads: list[Any],
+    objective: Objective,
+    n: int,
+    rules: RunRules,
+    console: Console,
+    seed: int,
+) -> str:
+    """A much larger search than the tuners': a Latin hypercube of `n` safe configs (resumed
+    when the campaign `name` exists), a reference run every 10, so its best is judged on
+    values relative to them; the campaign's name."""
+    from stortune.workflows.rank import sample_space
+
+    if exists(store, name):
+        finish(store, name, console)
+    else:
+        no_run(name)
+        sample_space(
+            store, name, safe, target, workloads, objective, n, rules, console, seed=seed,
+            reference_every=10,
+        )  # fmt: skip
+    return name
+
+
+def wide_row(
+    store: Store,
+    wide: str,
+    workload: str,
+    space: Space,
+    target: Target,
+    ours: Config,
+    objective: Objective,
+    repetitions: int,
+    console: Console,
+    max_rounds: int | None = None,
+) -> dict[str, Any]:
+    """The wide search's best re-measured in paired rounds beside the default and `ours`
+    (stortune's recommendation), in a verification of the wide campaign: its row says whether
+    a safe gain was there to find, and how far stortune's result is from it
+    (`best_over_wide`, from the same rounds)."""
+    configs = {
+        "default": space.default_config(),
+        "best": space.validate(ours),
+        "wide": sample_best(store, wide, workload, space, objective),
+    }
+    verify_all(store, wide, target, space, configs, repetitions, console, max_rounds)
+    verification = latest_verification(store, store.campaign(wide))
+    assert verification is not None
+    checked = Verification.read(store, verification)
+    measured_as = verified_labels(store, verification, space, configs)
+    wide_label, best_label = measured_as["wide"][0], measured_as["best"][0]
+    result = checked.results.get(wide_label)
+    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
+    row: dict[str, Any] = {
+        "workload": workload,
+        "tuner": TUNER_NAMES["wide"],
+        "label": "wide",
+        "risk_allowed": False,
+        "objective": f"{checked.objective.metric}:{checked.objective.direction}",
+        "evaluations": sum(1 for t in store.trials(store.campaign(wide).id) if t.seq >= 0),
+        "runs": runs_of(store, wide),
+        "seconds": seconds_of(store, wide),
+        "changes": {k: v for k, v in configs["wide"].items() if space.default_config().get(k) != v},
+        "risks": [],
+    }
+    if result is not None:
+        found = result.gain
+        row.update(
+            gain=found.ratio, ci_low=found.ratio_low, ci_high=found.ratio_high,
+            rounds=found.rounds, judgement=str(result.judgement),
+            default_mean=found.default_mean, mean=found.best_mean,
+            guardrails={c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
+                        for c in result.guardrails},
+            guardrail_checks=[c.to_dict() for c in result.guardrails],
+            device_reached=checked.reached.get(wide_label),
+        )  # fmt: skip
+    if wide_label != best_label and values.get(wide_label) and values.get(best_label):
+        ours_over = paired_gain(
+            checked.objective.metric, checked.objective.direction, values[wide_label],
+            values[best_label], label="best",
+        )  # fmt: skip
+        row.update(best_over_wide=1 + ours_over.gain, best_over_wide_low=1 + ours_over.ci_low,
+                   best_over_wide_high=1 + ours_over.ci_high)  # fmt: skip
+    return row

@@ -51,7 +51,6 @@ import gains
 from gains import (
     METRIC,
     PEERS,
-    TUNER_NAMES,
     Console,
     best_of,
     done,
@@ -60,24 +59,22 @@ from gains import (
     no_run,
     ranked_start,
     rows_for,
-    runs_of,
     sample_best,
     seconds_of,
     tune_campaign,
-    verified_labels,
     verify_all,
+    wide_row,
+    wide_search,
 )
 from gains_table import json_plain, table
 from stack_gains_ceph import RADOS, ceph
 
 from stortune.errors import StortuneError
 from stortune.measure.runner import RunRules
-from stortune.measure.verify import Verification, latest_verification, paired_gain, round_values
 from stortune.objective import Objective
-from stortune.space import Space, load_space
+from stortune.space import load_space
 from stortune.space.risk import safe_space
 from stortune.store import Store
-from stortune.targets.base import Target
 from stortune.tuners.topk import pin, with_parents
 from stortune.workflows.rank import Hold, RankMethod, RankOptions, sample_space
 from stortune.workloads.declared import objective_for
@@ -157,7 +154,10 @@ def local(args: argparse.Namespace, store: Store, console: Console) -> list[dict
         if args.wide and not shows_gain(found):
             # no safe gain: a much larger search's best, verified beside stortune's result,
             # shows whether one was there to find
-            wide = wide_search(store, w, safe, target, rules, console, args, args.sample_runtime)
+            wide = wide_search(
+                store, f"{w}-wide", safe, target, [FioWorkload(w, runtime=args.sample_runtime)],
+                Objective(METRIC), args.wide, rules, console, args.seed + 1,
+            )  # fmt: skip
             campaigns["wide"] = wide
             configs["wide"] = sample_best(store, wide, w, safe, objective)
             verify_all(
@@ -173,32 +173,6 @@ def sampled_workloads(store: Store, sample: str) -> list[str]:
     """The workloads the shared sample was measured under (the ranking needs each one's)."""
     described = store.campaign(sample).workload.get("workloads", [])
     return [w["name"] for w in described]
-
-
-def wide_search(
-    store: Store,
-    workload: str,
-    safe: Space,
-    target: Target,
-    rules: RunRules,
-    console: Console,
-    args: argparse.Namespace,
-    runtime: float,
-) -> str:
-    """Step 5's larger search: a Latin hypercube of `--wide` safe configs for one workload
-    (resumed when it exists); its campaign's name."""
-    from stortune.workloads.fio import FioWorkload
-
-    wide = f"{workload}-wide"
-    if exists(store, wide):
-        finish(store, wide, console)
-    else:
-        no_run(wide)
-        sample_space(
-            store, wide, safe, target, [FioWorkload(workload, runtime=runtime)],
-            Objective(METRIC), args.wide, rules, console, seed=args.seed + 1, reference_every=10,
-        )  # fmt: skip
-    return wide
 
 
 def wide_of_recorded(
@@ -223,47 +197,15 @@ def wide_of_recorded(
         if best is None or shows_gain([best]):
             continue
         objective = objective_for([FioWorkload(w)], None)
-        wide = wide_search(store, w, safe, target, rules, console, args, args.runtime)
-        configs = {
-            "default": stack.default_config(),
-            "best": stack.validate({**stack.default_config(), **best["changes"]}),
-            "wide": sample_best(store, wide, w, safe, objective),
-        }
-        verify_all(store, wide, target, stack, configs, args.verify, console, args.verify_max)
-        verification = latest_verification(store, store.campaign(wide))
-        assert verification is not None
-        checked = Verification.read(store, verification)
-        measured_as = verified_labels(store, verification, stack, configs)
-        wide_label, best_label = measured_as["wide"][0], measured_as["best"][0]
-        found = checked.results[wide_label].gain
-        values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
-        ours = paired_gain(
-            checked.objective.metric, checked.objective.direction, values[wide_label],
-            values[best_label], label="best",
+        wide = wide_search(
+            store, f"{w}-wide", safe, target, [FioWorkload(w, runtime=args.runtime)],
+            Objective(METRIC), args.wide, rules, console, args.seed + 1,
         )  # fmt: skip
+        ours = {**stack.default_config(), **best["changes"]}
         rows.append(
-            {
-                "workload": w,
-                "tuner": TUNER_NAMES["wide"],
-                "label": "wide",
-                "risk_allowed": False,
-                "evaluations": args.wide,
-                "runs": runs_of(store, wide),
-                "seconds": seconds_of(store, wide),
-                "gain": 1 + found.gain,
-                "ci_low": 1 + found.ci_low,
-                "ci_high": 1 + found.ci_high,
-                "default_mean": found.default_mean,
-                "mean": found.best_mean,
-                "changes": {
-                    k: v for k, v in configs["wide"].items() if stack.default_config().get(k) != v
-                },
-                "risks": [],
-                "best_over_wide": 1 + ours.gain,
-                "best_over_wide_low": 1 + ours.ci_low,
-                "best_over_wide_high": 1 + ours.ci_high,
-            }
-        )
+            wide_row(store, wide, w, stack, target, ours, objective, args.verify, console,
+                     args.verify_max)
+        )  # fmt: skip
     return rows
 
 

@@ -276,6 +276,7 @@ def tune(
     workloads: Any = None,
     rules: Any = None,
     verify: int = 0,
+    verify_max: int | None = None,
     on_event: Any = None,
     guardrails: Any = (),
     **settings: Any,
@@ -299,6 +300,7 @@ def tune(
         seed=seed,
         name=name,
         verify=verify,
+        verify_max=verify_max,
     )
     return start_tuning(store, job, EventsTo(on_event) if on_event else None)
 

@@ -266,3 +266,62 @@ def test_a_config_whose_runs_came_from_memory_is_not_said_to_reach_the_device() 
     assert runs_reached([run(1.0)] * 3 + [run(0.0)] * 2) is False
     assert runs_reached([run(1.0, "failed")] + [run(0.0)] * 4) is True  # failed runs say nothing
     assert runs_reached([SimpleNamespace(status="ok", metrics={"ops": 1.0})]) is None
+
+
+# A stack setting `x` that gives 1.3x and an application option `y` that costs 15%: a tuner
+# that kept both has a 1.1x config; its stack part alone is the 1.3x one.
+LAYERED = textwrap.dedent(
+    """\
+    import json, os, sys
+    x, y, state = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    n = int(open(state).read()) if os.path.exists(state) else 0
+    open(state, "w").write(str(n + 1))
+    wobble = 1 + 0.01 * ((n * 7) % 5 - 2)  # 2% of run-to-run noise, so intervals have a width
+    print(json.dumps({"ops": 100.0 * (1.3 if x else 1.0) * (0.85 if y else 1.0) * wobble}))
+    """
+)
+SEED_TRYING_BOTH = 1  # random search's seed whose one pick after the default is x=1, y=1
+
+
+def test_the_stack_part_of_a_joint_best_is_recommended_when_the_application_part_costs(
+    store: Store, tmp_path: Path
+) -> None:
+    """The verification of a tuned config that changes both a stack setting and an
+    application option measures each part beside it, and recommends the stack part alone:
+    verified better than the whole, it changes fewer settings."""
+    from conftest import tune
+
+    from stortune.space.parts import APPLICATION_PART, STACK_PART
+    from stortune.workflows.recommend import recommend
+
+    script = tmp_path / "layered.py"
+    script.write_text(LAYERED)
+    space = parse_space(
+        """
+name: joint
+parameters:
+  x: {type: categorical, values: [0, 1], default: 0}
+  y: {type: categorical, values: [0, 1], default: 0, layer: postgres}
+"""
+    )
+    target = CommandTarget(
+        command=[sys.executable, str(script), "{x}", "{y}", str(tmp_path / "state")]
+    )
+    result = tune(
+        store, "joint", space, target, "ops", tuner="random", seed=SEED_TRYING_BOTH, budget=2,
+        baseline=True, verify=3, verify_max=12,
+    )  # fmt: skip
+    assert result.outcome.best_config == {"x": 1, "y": 1}  # the default, then both changed
+    found = result.verification
+    assert found is not None
+    assert found.configs[STACK_PART] == {"x": 1, "y": 0}
+    assert found.configs[APPLICATION_PART] == {"x": 0, "y": 1}
+    assert found.results["best"].judgement == Judgement.BETTER
+    assert found.results[APPLICATION_PART].judgement == Judgement.WORSE
+    label, advice, why = found.recommended()
+    assert (label, advice) == (STACK_PART, Advice.APPLY)
+    assert found.results[STACK_PART].gain.ratio == pytest.approx(1.3, rel=0.05)
+    assert "stack part of the best" in why
+    assert "gained no more: its application settings are left" in why
+    shown = recommend(store, "joint")
+    assert shown.config == {"x": 1, "y": 0} and shown.advice == Advice.APPLY

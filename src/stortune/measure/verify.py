@@ -38,13 +38,16 @@ from stortune.measure.results import campaign_best, finished_slots
 from stortune.measure.runner import Plan, Visit, VisitResult, check_repetitions, workload_name
 from stortune.objective import Guardrail, Objective, combine_workloads
 from stortune.space import Config, Space
+from stortune.space.parts import PART_LABELS
 from stortune.stats import PairedRatio, paired_ratio, ratio_ci, summarize, t_quantile
 from stortune.store import Campaign, Run, Store, Trial
 from stortune.workloads.base import Workload
 
 LABELS = ("default", "best")  # always re-measured; compared configs come after them
 SAFE_LABEL = "best-safe"  # the best config without risky values, when risk was allowed
-SEQUENTIAL_LABELS = ("best", SAFE_LABEL)  # measured until decided; others for min_rounds only
+# stortune's own candidates, measured until decided (others for min_rounds only); the one
+# recommended is the best verified of them
+SEQUENTIAL_LABELS = ("best", SAFE_LABEL, *PART_LABELS)
 SUFFIX = "-verify"
 
 
@@ -615,19 +618,19 @@ class Verification:
     def recommended(self) -> tuple[str, Advice, str]:
         """Which label to apply (``default`` when none), the advice, and the verified numbers
         that say so, in words."""
-        for label in SEQUENTIAL_LABELS:
-            result = self.results.get(label)
-            if result is not None and result.judgement == Judgement.BETTER:
-                guards = "; ".join(c.text() for c in result.guardrails)
-                held = f"; guardrails held: {guards}" if guards else ""
-                return (
-                    label,
-                    Advice.APPLY,
-                    (
-                        f"the {_name(label)} config re-measured {result.gain.ratio_text()} of the "
-                        f"default's {self.objective.metric}{held}"
-                    ),
-                )
+        chosen = self._best_verified()
+        if chosen is not None:
+            result = chosen
+            guards = "; ".join(c.text() for c in result.guardrails)
+            held = f"; guardrails held: {guards}" if guards else ""
+            return (
+                result.label,
+                Advice.APPLY,
+                (
+                    f"the {_name(result.label)} config re-measured {result.gain.ratio_text()} "
+                    f"of the default's {self.objective.metric}{held}{self._part_note(result)}"
+                ),
+            )
         best = self.results.get("best")
         if best is None:
             return (
@@ -689,6 +692,28 @@ class Verification:
             ),
         )
 
+    def _best_verified(self) -> LabelResult | None:
+        """Of stortune's candidates verified better than the default with every guardrail
+        held, the one with the highest gain (the first of `SEQUENTIAL_LABELS` on a tie): a
+        part of the best config that is at least as good changes fewer settings."""
+        better = [
+            self.results[label]
+            for label in SEQUENTIAL_LABELS
+            if label in self.results and self.results[label].judgement == Judgement.BETTER
+        ]
+        return max(better, key=lambda r: r.gain.ratio, default=None)
+
+    def _part_note(self, chosen: LabelResult) -> str:
+        """Why a part of the best config is recommended rather than the whole."""
+        whole = self.results.get("best")
+        if chosen.label not in PART_LABELS or whole is None:
+            return ""
+        other = PART_LABELS[1 - PART_LABELS.index(chosen.label)].split()[0]
+        return (
+            f"; the whole best config, {whole.gain.ratio_text()}, gained no more: its {other} "
+            "settings are left at their defaults"
+        )
+
     def _loss_precision(self, gain: Gain) -> str:
         """For a worse config whose interval is wider than the precision a gain needs: that
         the direction is decided and the size of the loss is not, so nobody quotes it."""
@@ -721,7 +746,8 @@ class Verification:
             return self.configs["default"], (
                 f"the default: no config found was verified better in {self.campaign.name}"
             )
-        return self.configs[label], f"{label} config, verified in {self.campaign.name}"
+        words = f"the {_name(label)} config" if label in PART_LABELS else f"{label} config"
+        return self.configs[label], f"{words}, verified in {self.campaign.name}"
 
     def to_dict(self) -> dict[str, Any]:
         label, advice, why = self.recommended()
@@ -756,6 +782,10 @@ def runs_reached(runs: Sequence[Run]) -> bool | None:
 
 
 def _name(label: str) -> str:
+    """A label in words, read before " config": "the best safe config", "the stack part of
+    the best config"."""
+    if label in PART_LABELS:
+        return f"{label} of the best"
     return "best safe" if label == SAFE_LABEL else label
 
 

@@ -40,6 +40,7 @@ from stortune.measure.verify import (
 )
 from stortune.objective import Objective, pareto_front
 from stortune.space import Config, Space
+from stortune.space.parts import layer_parts
 from stortune.space.risk import Risk, risks_of, risky_variants, safe_space
 from stortune.store import Campaign, Store
 from stortune.targets import make_target
@@ -327,6 +328,7 @@ def _verify(
         )
         if safe is not None:
             configs[SAFE_LABEL] = dict(safe.config)
+    configs.update(layer_parts(space, best.config))  # which layer the gain comes from
     configs.update(compare)
     return verify(store, measuring.campaign, target, configs, rules, space, reporter, cluster)
 
