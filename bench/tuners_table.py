@@ -7,8 +7,9 @@ A helper module, not a benchmark: running it does nothing.
 from __future__ import annotations
 
 import math
+import random
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 BUDGET = 100
 BUDGETS = (10, 20, 30, 100)
@@ -65,10 +66,31 @@ def summarise(runs: list[dict], datasets: list[str], tuners: list[str], missing:
                 )
             row["noisy_seeds"] = len(noisy)
             for at in RECOMMEND_AT:
-                values = [r["recommended"][str(at)] for r in noisy]
+                values = [r["recommended"][str(at)] for r in sorted(noisy, key=by_seed)]
                 row[f"noisy_true_at_{at}"] = statistics.median(values) if values else None
+                row[f"noisy_true_at_{at}_seeds"] = values
             rows.append(row)
     return rows
+
+
+def by_seed(run: dict) -> int:
+    return run["seed"]
+
+
+def ahead_beyond_noise(theirs: Sequence[float], mine: Sequence[float], confidence=0.9) -> bool:
+    """Whether `theirs` has a higher median than `mine` beyond the spread of the seeds: the
+    bootstrap interval (seeded, 2,000 resamples of each side's seeds) of the difference of
+    medians lies above 0. Seeds of a noisy campaign spread widely (one draw can crown a
+    mediocre config), so a higher median over 20 seeds is not by itself a better tuner."""
+    if len(theirs) < 2 or len(mine) < 2:
+        return False  # one seed has no spread to be beyond
+    rng = random.Random(0)
+    differences = sorted(
+        statistics.median(rng.choices(theirs, k=len(theirs)))
+        - statistics.median(rng.choices(mine, k=len(mine)))
+        for _ in range(2000)
+    )
+    return differences[int((1 - confidence) / 2 * len(differences))] > 0
 
 
 def rank_value(row: dict | None, key: str) -> float:
@@ -87,7 +109,7 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         if r.get("seeds") and (r["tuner"] == default or r["seeds"] >= min_seeds)
     }
     datasets = sorted({d for d, _ in by}, key=[r["dataset"] for r in rows].index)
-    wins, within, noisy_ok, notes = 0, 0, 0, []
+    wins, within, noisy_ok, noisy_close, notes = 0, 0, 0, 0, []
     compared = 0
     small = {at: 0 for at in SMALL}  # datasets where the default is within 1% of the best peer
     for dataset in datasets:
@@ -118,33 +140,45 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
             notes.append(
                 f"{dataset}: {own:g} evaluations to 1% against {best_peer['tuner']}'s {peer_best:g}"
             )
-        ok = True
+        ok, close = True, True
         for at in RECOMMEND_AT:
             key = f"noisy_true_at_{at}"
             top = max(
                 (r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None
             )
-            if mine.get(key) is not None and top is not None and mine[key] < top[key]:
-                ok = False
-                notes.append(
-                    f"{dataset}: noisy recommendation at {at} {mine[key]:.3f} "
-                    f"against {top['tuner']}'s {top[key]:.3f}"
-                )
+            if mine.get(key) is None or top is None or mine[key] >= top[key]:
+                continue
+            ok = False
+            beyond = [
+                r["tuner"]
+                for r in peers
+                if r.get(f"{key}_seeds")
+                and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
+            ]
+            close = close and not beyond
+            notes.append(
+                f"{dataset}: noisy recommendation at {at} {mine[key]:.3f} against "
+                f"{top['tuner']}'s {top[key]:.3f} ("
+                + (f"{', '.join(beyond)} ahead beyond noise)" if beyond else "within noise)")
+            )
         noisy_ok += ok
+        noisy_close += close
     return {
         "default_tuner": default,
         "datasets": compared,
         "fewest_evals_to_1pct": wins,
         "within_1_5x_of_best_peer": within,
         "noisy_best_or_tied": noisy_ok,
+        "noisy_best_or_within_noise": noisy_close,
         **{f"within_1pct_at_{at}": n for at, n in small.items()},
         "ask_seconds_100obs": max(
             (r["ask_seconds_100obs"] for (_, t), r in by.items() if t == default), default=None
         ),
         "met": compared > 0
-        and wins >= math.ceil(2 * compared / 3)
+        and small[30] == compared
+        and wins >= math.ceil(0.7 * compared)
         and within == compared
-        and noisy_ok == compared,
+        and noisy_close >= math.ceil(0.8 * compared),
         "peers_at_fewer_seeds": sorted(
             {r["tuner"] for r in rows if r.get("seeds") and r["tuner"] != default}
             - {t for _, t in by}
@@ -164,7 +198,8 @@ def evidence_pick(rows: list[dict], own: list[str], min_seeds: int = 1) -> tuple
         return None, {}
 
     def passes(c: dict) -> tuple[int, int]:
-        score = c["fewest_evals_to_1pct"] + c["within_1_5x_of_best_peer"] + c["noisy_best_or_tied"]
+        score = c["fewest_evals_to_1pct"] + c["within_1_5x_of_best_peer"]
+        score += c["noisy_best_or_within_noise"]
         score += c["within_1pct_at_30"]
         return score, -len(c["misses"])
 
