@@ -19,7 +19,10 @@ For each application workload, on a 4 GiB loop image with the benchmark's memory
    risky application option (fsync off, synchronous_commit off, an unsynced WAL ...): what each
    would buy, never recommended.
 
-4. Where stortune verifies no gain (`--wide N`): a much larger search, a Latin hypercube of N
+4. `--confirm`: what each tuner delivers (stortune's recommendation, each peer's best) and the
+   default re-measured in fresh paired rounds, which chose nothing, so no interval carries
+   the luck of a choice.
+5. Where stortune verifies no gain (`--wide N`): a much larger search, a Latin hypercube of N
    safe joint configs, its best re-measured in paired rounds beside the default and
    stortune's best: are the defaults within noise of the best safe config there is to find?
 
@@ -28,7 +31,7 @@ latency with `--objective`), with its guardrails (p99 latency; or tps) beside it
 
 Needs root. Run: python bench/app_gains.py [--workloads pgbench,rocksdb-fillrandom]
   [--objective lat_p99_ms:min] [--budget 10] [--sample 16] [--runtime 20] [--verify 5]
-  [--wide 48]
+  [--confirm] [--wide 48]
 Results: bench/results/app-gains.json and the Markdown table printed at the end (`--no-run`:
 measure nothing, the rows from the store as it is).
 """
@@ -60,6 +63,7 @@ from gains import (
 )
 from gains_table import json_plain, table
 
+from stortune.enums import CampaignKind
 from stortune.errors import StortuneError
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
@@ -154,6 +158,13 @@ def measure_workload(
     rows = rows_for(store, name, space, campaigns, configs, {"best": ranking})
     add_stortune_over_peers(store, stortune, space, configs, rows)
     ours = next(r for r in rows if r["label"] == "best")
+    if args.confirm and ours.get("recommended") not in (None, "default"):
+        delivered = {
+            "best": configs[ours["recommended"]],
+            **{p: configs[p] for p in PEERS if p in configs},
+        }
+        ours["confirmation"] = confirm(store, f"{tag}-confirm", stortune, target, space,
+                                       delivered, args, console)  # fmt: skip
     if args.wide and "best" in configs and ours.get("advice") != str(Advice.APPLY):
         # no safe gain verified: a much larger search's best, re-measured beside the default
         # and stortune's best, shows whether one was there to find
@@ -203,6 +214,56 @@ def add_stortune_over_peers(
                    stortune_over_high=1 + over.ci_high)  # fmt: skip
 
 
+def confirm(
+    store: Store,
+    name: str,
+    tuned: str,
+    target: Any,
+    space: Space,
+    delivered: dict[str, Config],
+    args: argparse.Namespace,
+    console: Console,
+) -> dict[str, Any]:
+    """What each tuner delivers, re-measured in fresh paired rounds: stortune's recommendation
+    (``best``), each peer's best and the default. The verification that chose the
+    recommendation among the best and its parts also judged it, so its interval carries a
+    little of that choice's luck; these rounds chose nothing. Stored as the verification of an
+    empty campaign `name`, a copy of stortune's settings, so the tuning campaign's own latest
+    verification stays the one that chose."""
+    if not exists(store, name):
+        no_run(name)
+        source = store.campaign(tuned)
+        store.create_campaign(
+            name, kind=CampaignKind.TUNE, space_name=source.space_name,
+            space_yaml=source.space_yaml, target=source.target, workload=source.workload,
+            objective=source.objective, tuner=source.tuner, seed=source.seed,
+            settings={**source.settings, "confirms": tuned},
+        )  # fmt: skip
+    configs = {"default": space.default_config(), **delivered}
+    verify_all(store, name, target, space, configs, args.verify, console, args.verify_max)
+    verification = latest_verification(store, store.campaign(name))
+    assert verification is not None
+    checked = Verification.read(store, verification)
+    measured_as = verified_labels(store, verification, space, configs)
+    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
+    ours = values.get(measured_as["best"][0], {})
+    result = checked.results.get(measured_as["best"][0])
+    out: dict[str, Any] = {"campaign": verification.name, "rounds": checked.rounds}
+    if result is not None:
+        out.update(gain=result.gain.ratio, ci_low=result.gain.ratio_low,
+                   ci_high=result.gain.ratio_high, judgement=str(result.judgement),
+                   guardrails={c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
+                               for c in result.guardrails})  # fmt: skip
+    for peer in PEERS:
+        theirs = values.get((measured_as.get(peer) or [peer])[0])
+        if theirs and set(theirs) & set(ours):
+            over = paired_gain(
+                checked.objective.metric, checked.objective.direction, theirs, ours, label="best"
+            )
+            out[f"over_{peer}"] = [1 + over.gain, 1 + over.ci_low, 1 + over.ci_high]
+    return out
+
+
 def write(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """Merge the rows into the results file, each with the command that measured it: rows of
     workloads not measured now stay (with `--no-run`, a row keeps the command recorded)."""
@@ -237,6 +298,12 @@ def main() -> None:
     parser.add_argument("--verify", type=int, default=5, help="the fewest verification rounds")
     parser.add_argument("--verify-max", type=int, default=10, help="the most rounds")
     parser.add_argument("--top-k", type=int, default=6)
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="re-measure stortune's recommendation, the peers' bests and the default in fresh "
+        "paired rounds",
+    )
     parser.add_argument(
         "--wide",
         type=int,
@@ -275,6 +342,18 @@ def main() -> None:
             )
             what = f"{row['recommended']} ({row['advice']})"
             print(f"{row['workload']}: stortune recommends its {what}{gain}")
+        if "confirmation" in row:
+            c = row["confirmation"]
+            overs = ", ".join(
+                f"over {p}'s best {v[0]:.2f}x ({v[1]:.2f}-{v[2]:.2f})"
+                for p in PEERS
+                if (v := c.get(f"over_{p}"))
+            )
+            print(
+                f"{row['workload']}: confirmed in {c['rounds']} fresh rounds: "
+                f"{c.get('gain', 0):.2f}x ({c.get('ci_low', 0):.2f}-{c.get('ci_high', 0):.2f}) "
+                f"of the default; {overs}"
+            )
         if "stortune_over" in row:
             print(
                 f"{row['workload']}: stortune's recommendation over {row['tuner']}'s best, paired: "
