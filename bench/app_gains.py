@@ -155,8 +155,8 @@ def measure_workload(
     verify_all(store, stortune, target, space, configs, args.verify, console, args.verify_max)
     samples = [c.name for c in store.campaigns() if c.name.startswith(f"{stortune}-rank")]
     ranking = sum(seconds_of(store, sample) for sample in samples)  # part of stortune's time
-    rows = rows_for(store, name, space, campaigns, configs, {"best": ranking})
-    add_stortune_over_peers(store, stortune, space, configs, rows)
+    rows = rows_for(store, name, space, campaigns, configs, {"best": ranking}, objective)
+    add_stortune_over_peers(store, stortune, space, configs, rows, objective)
     ours = next(r for r in rows if r["label"] == "best")
     if args.confirm and ours.get("recommended") not in (None, "default"):
         delivered = {
@@ -180,7 +180,12 @@ def measure_workload(
 
 
 def add_stortune_over_peers(
-    store: Store, tuned: str, space: Space, configs: dict[str, Config], rows: list[dict[str, Any]]
+    store: Store,
+    tuned: str,
+    space: Space,
+    configs: dict[str, Config],
+    rows: list[dict[str, Any]],
+    objective: Objective,
 ) -> None:
     """On stortune's row, the config its flow recommends (``recommended``: the best, a part of
     it verified at least as good, or the default when none is verified better) and that
@@ -190,7 +195,7 @@ def add_stortune_over_peers(
     verification = latest_verification(store, store.campaign(tuned))
     if verification is None:
         return
-    checked = Verification.read(store, verification)
+    checked = Verification.read(store, verification, objective=objective)
     chosen, advice, _ = checked.recommended()
     measured_as = verified_labels(store, verification, space, configs)
     values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)

@@ -229,13 +229,16 @@ def rows_for(
     campaigns: dict[str, str],
     configs: dict[str, Config],
     extra_seconds: dict[str, float],
+    objective: Objective | None = None,
 ) -> list[dict[str, Any]]:
     """Table rows from the verification of `configs`, by the label of the tuning campaign
     (`campaigns`) that found each: the paired gain on the workload's primary objective, its
-    judgement, every guardrail's verified ratio and whether the runs reached the device."""
+    judgement, every guardrail's verified ratio and whether the runs reached the device
+    (judged on `objective` when given: guardrails a campaign stored before they were
+    declared, checked on the same runs)."""
     verification = latest_verification(store, store.campaign(campaigns["best"]))
     assert verification is not None
-    found = Verification.read(store, verification, store.campaign(campaigns["best"]))
+    found = Verification.read(store, verification, store.campaign(campaigns["best"]), objective)
     measured_as = verified_labels(store, verification, space, configs)
     out = []
     for label, campaign in campaigns.items():

@@ -131,6 +131,24 @@ def test_the_declared_objective_and_guardrails_are_taken_when_none_is_given() ->
     assert objective_for([FioWorkload("dbfsync")], None, []).guardrails == ()
 
 
+def test_an_objective_the_workload_guards_is_guarded_by_what_it_declares() -> None:
+    """pgbench exists for tps with its p99 latency as guardrail: judged on the p99 latency,
+    its tps may fall as far as the latency could rise."""
+    from stortune.workloads import workload_named
+
+    said: list[str] = []
+    latency = Objective.parse("lat_p99_ms:min")
+    reverse = objective_for([workload_named("pgbench", 10)], latency, say=said.append)
+    assert [g.text() for g in reverse.guardrails] == ["tps:max:20%"]
+    assert said == ["guardrails: tps:max:20% (declared by pgbench)"]
+    # dbfsync judged on its sync latency: its data IOPS still guard it, its commits too
+    synced = objective_for([FioWorkload("dbfsync")], Objective.parse("dblog.sync.lat_p99_ms:min"))
+    assert [g.text() for g in synced.guardrails] == [
+        "dbdata.total.iops:max:10%",
+        "dblog.write.iops:max:50%",
+    ]
+
+
 def test_workloads_that_declare_differently_need_an_objective() -> None:
     workloads = [FioWorkload("dbfsync"), FioWorkload("stream")]
     with pytest.raises(StortuneError, match=r"dbfsync declares dblog.write.iops:max; stream"):
