@@ -14,9 +14,11 @@ worse (below), equivalent (inside 1 ± `equivalence`), or a trade-off (better, b
 metric measured in the same runs fell beyond its allowed share), each but worse only once the
 interval is narrower than `precision` (a config worse beyond the noise is not kept however wide
 its interval); at `max_rounds` what is still open is undecided, with the rounds a
-decision would need. Compared configs (an expert's, what each risky value buys) are measured in
-the first `min_rounds` only. `Verification` reads it all back as one object: configs by label,
-gains, guardrail checks, judgements and the config to recommend.
+decision would need. In a joint space the best config's stack part and application part
+(`space.parts`) are candidates beside it, measured until decided too, and the recommendation is
+the candidate verified better by the most. Compared configs (an expert's, what each risky value
+buys) are measured in the first `min_rounds` only. `Verification` reads it all back as one
+object: configs by label, gains, guardrail checks, judgements and the config to recommend.
 """
 
 from __future__ import annotations
@@ -618,9 +620,8 @@ class Verification:
     def recommended(self) -> tuple[str, Advice, str]:
         """Which label to apply (``default`` when none), the advice, and the verified numbers
         that say so, in words."""
-        chosen = self._best_verified()
-        if chosen is not None:
-            result = chosen
+        result = self._best_verified()
+        if result is not None:
             guards = "; ".join(c.text() for c in result.guardrails)
             held = f"; guardrails held: {guards}" if guards else ""
             return (
