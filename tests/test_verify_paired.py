@@ -325,3 +325,23 @@ parameters:
     assert "gained no more: its application settings are left" in why
     shown = recommend(store, "joint")
     assert shown.config == {"x": 1, "y": 0} and shown.advice == Advice.APPLY
+
+
+def test_a_config_in_one_layer_has_no_parts_to_split() -> None:
+    from stortune.space.parts import APPLICATION_PART, STACK_PART, layer_parts
+
+    space = parse_space(
+        """
+name: joint
+parameters:
+  x: {type: categorical, values: [0, 1], default: 0}
+  y: {type: categorical, values: [0, 1], default: 0, layer: rocksdb}
+"""
+    )
+    assert layer_parts(space, {"x": 1, "y": 0}) == {}
+    assert layer_parts(space, {"x": 0, "y": 1}) == {}
+    assert layer_parts(space, {"x": 0, "y": 0}) == {}
+    assert layer_parts(space, {"x": 1, "y": 1}) == {
+        STACK_PART: {"x": 1, "y": 0},
+        APPLICATION_PART: {"x": 0, "y": 1},
+    }
