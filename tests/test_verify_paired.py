@@ -345,3 +345,26 @@ parameters:
         STACK_PART: {"x": 1, "y": 0},
         APPLICATION_PART: {"x": 0, "y": 1},
     }
+
+
+def test_a_best_that_is_the_default_config_is_never_applied() -> None:
+    """A tuning whose best is the default re-measures one config twice; two rounds of warm
+    runs can put the copy 1.3x 'better' (seen on a 1-OSD Ceph): the verdict keeps the default
+    and says why, rather than "apply" a config that changes nothing."""
+    from types import SimpleNamespace
+
+    from stortune.measure.verify import Gain, LabelResult
+
+    gain = Gain("ops", "max", 35.0, 45.8, 2, 2, 0.31, 0.22, 0.40, 0.9, rounds=2)
+    found = Verification(
+        campaign=SimpleNamespace(name="t-verify"),  # type: ignore[arg-type]
+        tuned=SimpleNamespace(name="t"),  # type: ignore[arg-type]
+        objective=Objective("ops"),
+        rules=VerifyRules.of(2, 3),
+        configs={"default": {"x": 0}, "best": {"x": 0}},
+        results={"best": LabelResult("best", gain, (), Judgement.BETTER, "")},
+    )
+    label, advice, why = found.recommended()
+    assert (label, advice) == ("default", Advice.KEEP_DEFAULT)
+    assert "the default itself" in why and "1.31x" in why
+    assert found.recommended_config()[0] == {"x": 0}

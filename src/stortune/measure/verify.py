@@ -633,6 +633,20 @@ class Verification:
                 ),
             )
         best = self.results.get("best")
+        if (
+            best is not None
+            and best.judgement in (Judgement.BETTER, Judgement.TRADE_OFF)
+            and self._is_default("best")
+        ):
+            return (
+                "default",
+                Advice.KEEP_DEFAULT,
+                (
+                    "the best config found is the default itself: no config the tuning measured "
+                    f"did better (what the verification measured, {best.gain.ratio_text()}, is "
+                    "the noise between two runs of one config)"
+                ),
+            )
         if best is None:
             return (
                 "default",
@@ -695,14 +709,21 @@ class Verification:
 
     def _best_verified(self) -> LabelResult | None:
         """Of stortune's candidates verified better than the default with every guardrail
-        held, the one with the highest gain (the first of `SEQUENTIAL_LABELS` on a tie): a
-        part of the best config that is at least as good changes fewer settings."""
+        held (and not the default config itself), the one with the highest gain (the first of
+        `SEQUENTIAL_LABELS` on a tie): a part of the best config that is at least as good
+        changes fewer settings."""
         better = [
             self.results[label]
             for label in SEQUENTIAL_LABELS
-            if label in self.results and self.results[label].judgement == Judgement.BETTER
+            if label in self.results
+            and self.results[label].judgement == Judgement.BETTER
+            and not self._is_default(label)
         ]
         return max(better, key=lambda r: r.gain.ratio, default=None)
+
+    def _is_default(self, label: str) -> bool:
+        """Whether `label`'s config is the default's: a gain it shows is noise, not a change."""
+        return label in self.configs and self.configs[label] == self.configs.get("default")
 
     def _part_note(self, chosen: LabelResult) -> str:
         """Why a part of the best config is recommended rather than the whole."""
