@@ -150,16 +150,14 @@ def objective_for(
     owners: dict[Guardrail, list[str]] = {}
     left_out: list[str] = []
     for workload in present:
-        declared = workload.declared
-        for guard in declared.guardrails:
+        primary = workload.declared.objective
+        for guard in workload.declared.guardrails:
             if guard.metric in objective.measured:
                 # judged on what the workload guards: the reverse, the metric it exists for
                 # guards it, allowed the same share (pgbench on p99 latency: tps may fall 20%)
-                if declared.objective is None or declared.objective.metric in objective.measured:
+                if primary is None or primary.metric in objective.measured:
                     continue
-                guard = Guardrail(
-                    declared.objective.metric, declared.objective.direction, guard.tolerance
-                )
+                guard = Guardrail(primary.metric, primary.direction, guard.tolerance)
             if any(
                 (names := w.metric_names()) is not None and guard.metric not in names
                 for w in present
