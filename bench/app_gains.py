@@ -52,7 +52,9 @@ from gains import (
     done,
     exists,
     finish,
+    guardrail_ratios,
     no_run,
+    paired_over,
     rows_for,
     seconds_of,
     tune_campaign,
@@ -71,8 +73,6 @@ from stortune.measure.verify import (
     Advice,
     Verification,
     latest_verification,
-    paired_gain,
-    round_values,
 )
 from stortune.objective import Objective
 from stortune.space import Config, Space, load_space
@@ -197,9 +197,7 @@ def add_stortune_over_peers(
         return
     checked = Verification.read(store, verification, objective=objective)
     chosen, advice, _ = checked.recommended()
-    measured_as = verified_labels(store, verification, space, configs)
-    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
-    ours = values.get((measured_as.get(chosen) or [chosen])[0])
+    over = paired_over(store, checked, space, configs, chosen)
     for row in rows:
         if row["label"] == "best":
             gain = checked.results.get(chosen)
@@ -207,16 +205,10 @@ def add_stortune_over_peers(
             if gain is not None:
                 row.update(recommended_gain=gain.gain.ratio, recommended_low=gain.gain.ratio_low,
                            recommended_high=gain.gain.ratio_high)  # fmt: skip
-        if row["label"] not in PEERS or not ours:
-            continue
-        theirs = values.get((measured_as.get(row["label"]) or [row["label"]])[0])
-        if not theirs or not set(theirs) & set(ours):
-            continue
-        over = paired_gain(
-            checked.objective.metric, checked.objective.direction, theirs, ours, label=chosen
-        )
-        row.update(stortune_over=1 + over.gain, stortune_over_low=1 + over.ci_low,
-                   stortune_over_high=1 + over.ci_high)  # fmt: skip
+        if row["label"] in PEERS and row["label"] in over:
+            ours = over[row["label"]]
+            row.update(stortune_over=1 + ours.gain, stortune_over_low=1 + ours.ci_low,
+                       stortune_over_high=1 + ours.ci_high)  # fmt: skip
 
 
 def confirm(
@@ -249,23 +241,20 @@ def confirm(
     verification = latest_verification(store, store.campaign(name))
     assert verification is not None
     checked = Verification.read(store, verification)
-    measured_as = verified_labels(store, verification, space, configs)
-    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
-    ours = values.get(measured_as["best"][0], {})
-    result = checked.results.get(measured_as["best"][0])
+    over = paired_over(store, checked, space, configs, "best")
+    result = checked.results.get(verified_labels(store, verification, space, configs)["best"][0])
     out: dict[str, Any] = {"campaign": verification.name, "rounds": checked.rounds}
     if result is not None:
         out.update(gain=result.gain.ratio, ci_low=result.gain.ratio_low,
                    ci_high=result.gain.ratio_high, judgement=str(result.judgement),
-                   guardrails={c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
-                               for c in result.guardrails})  # fmt: skip
+                   guardrails=guardrail_ratios(result))  # fmt: skip
     for peer in PEERS:
-        theirs = values.get((measured_as.get(peer) or [peer])[0])
-        if theirs and set(theirs) & set(ours):
-            over = paired_gain(
-                checked.objective.metric, checked.objective.direction, theirs, ours, label="best"
-            )
-            out[f"over_{peer}"] = [1 + over.gain, 1 + over.ci_low, 1 + over.ci_high]
+        if peer in over:
+            out[f"over_{peer}"] = [
+                1 + over[peer].gain,
+                1 + over[peer].ci_low,
+                1 + over[peer].ci_high,
+            ]
     return out
 
 

@@ -19,6 +19,7 @@ from stortune.measure.results import campaign_best
 from stortune.measure.runner import RunRules
 from stortune.measure.tuning import TuneSettings
 from stortune.measure.verify import (
+    Gain,
     Verification,
     VerifyRules,
     in_loop_gain,
@@ -222,6 +223,34 @@ def verified_labels(
     return out
 
 
+def guardrail_ratios(result: Any) -> dict[str, float | None]:
+    """Each guardrail metric's verified ratio (a `LabelResult`'s checks), by metric."""
+    return {
+        c.guardrail.metric: None if c.ratio is None else c.ratio.ratio for c in result.guardrails
+    }
+
+
+def paired_over(
+    store: Store, checked: Verification, space: Space, configs: dict[str, Config], ours: str
+) -> dict[str, Gain]:
+    """The config of label `ours` over each other label's config of the verification
+    `checked`, paired from the rounds both were measured in (each found under whatever label
+    the verification measured its config)."""
+    verification = checked.campaign
+    measured_as = verified_labels(store, verification, space, configs)
+    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
+    mine = values.get((measured_as.get(ours) or [ours])[0])
+    over = {}
+    for label in configs:
+        theirs = values.get((measured_as.get(label) or [label])[0])
+        if label == ours or not mine or not theirs or theirs is mine or not set(theirs) & set(mine):
+            continue
+        over[label] = paired_gain(
+            checked.objective.metric, checked.objective.direction, theirs, mine, label=ours
+        )
+    return over
+
+
 def rows_for(
     store: Store,
     workload: str,
@@ -266,10 +295,7 @@ def rows_for(
             "judgement": str(result.judgement) if result else None,
             "default_mean": gain.default_mean if gain else None,
             "mean": gain.best_mean if gain else None,
-            "guardrails": {
-                c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
-                for c in (result.guardrails if result else ())
-            },
+            "guardrails": guardrail_ratios(result) if result else {},
             "guardrail_checks": [c.to_dict() for c in result.guardrails] if result else [],
             "device_reached": None if None in reached else all(reached),
             "changes": {k: v for k, v in config.items() if space.default_config().get(k) != v},
@@ -410,10 +436,9 @@ def wide_row(
     verification = latest_verification(store, store.campaign(wide))
     assert verification is not None
     checked = Verification.read(store, verification)
-    measured_as = verified_labels(store, verification, space, configs)
-    wide_label, best_label = measured_as["wide"][0], measured_as["best"][0]
+    over = paired_over(store, checked, space, configs, "best")
+    wide_label = verified_labels(store, verification, space, configs)["wide"][0]
     result = checked.results.get(wide_label)
-    values = round_values(store.trials(verification.id), checked.objective.value, n_workloads=1)
     row: dict[str, Any] = {
         "workload": workload,
         "tuner": TUNER_NAMES["wide"],
@@ -432,16 +457,12 @@ def wide_row(
             gain=found.ratio, ci_low=found.ratio_low, ci_high=found.ratio_high,
             rounds=found.rounds, judgement=str(result.judgement),
             default_mean=found.default_mean, mean=found.best_mean,
-            guardrails={c.guardrail.metric: None if c.ratio is None else c.ratio.ratio
-                        for c in result.guardrails},
+            guardrails=guardrail_ratios(result),
             guardrail_checks=[c.to_dict() for c in result.guardrails],
             device_reached=checked.reached.get(wide_label),
         )  # fmt: skip
-    if wide_label != best_label and values.get(wide_label) and values.get(best_label):
-        ours_over = paired_gain(
-            checked.objective.metric, checked.objective.direction, values[wide_label],
-            values[best_label], label="best",
-        )  # fmt: skip
+    if "wide" in over:  # stortune's best over the wide search's
+        ours_over = over["wide"]
         row.update(best_over_wide=1 + ours_over.gain, best_over_wide_low=1 + ours_over.ci_low,
                    best_over_wide_high=1 + ours_over.ci_high)  # fmt: skip
     return row
