@@ -279,7 +279,7 @@ def main() -> None:
         for seed in range(args.seeds)
         for spec in datasets
         for name in runnable
-        for noise in (0.0, args.noise)
+        for noise in dict.fromkeys((0.0, args.noise))  # --noise 0: noise-free only
         if seed < seeds_of.get(name, args.seeds)
         and (spec_name(spec), name, seed, noise) not in done
     ]

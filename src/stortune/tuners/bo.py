@@ -19,9 +19,12 @@ dynamic bounds (3.2, Fig. 4).
   draw of them plus the rows nearest to the best observations and to their neighbours; the initial
   design is moved to the nearest rows, and the random proposals are random rows.
 * Start: the default config and a Latin hypercube (`common.initial_design`). After that, every
-  fifth proposal is a uniformly drawn valid config, as SMAC interleaves random ones: a GP that
-  sees many equal values (a plateau; a table replayed by nearest neighbour) otherwise keeps
-  proposing near the incumbent.
+  fifth proposal is another model's: Optuna's TPE, told every observation so far (on a pool, its
+  proposal moved to the nearest open row). A GP that sees many equal values (a plateau; a table
+  replayed by nearest neighbour) otherwise keeps proposing near the incumbent, and on the
+  many-binary tables of bench/tuners.py TPE's density ratio finds other good regions sooner than
+  the uniform draws SMAC interleaves (7z at 30 evaluations: 0.95 of the optimum against 0.90,
+  median of 20 seeds).
 * Repeats (intensification, as SMAC's): every fourth model-phase proposal re-measures the
   least-measured of the three configs with the best mean, up to four runs each, so the leaders'
   means sharpen while the search goes on. A repeat that returns exactly its first value shows a
@@ -68,7 +71,7 @@ FIT_ITERATIONS = 100  # hyperparameter fit from the priors, the first time
 WARM_ITERATIONS = 30  # a refit started from the previous hyperparameters
 REFIT = 5  # hyperparameters are re-estimated every REFIT observations
 SCALES = (0.02, 0.05, 0.1, 0.2)
-RANDOM_EVERY = 5
+OTHER_EVERY = 5  # every fifth model-phase proposal is TPE's
 POOL_DRAWS = 2000  # pool rows scored per proposal, besides those near the best observations
 POOL_NEAREST = 3  # rows taken near each neighbour point
 POOL_LOCAL = 50  # rows taken nearest to each of the best observations
@@ -114,8 +117,8 @@ class BOTuner(Tuner):
         if len(self.history) < self.n_init or told < 2 or not free_indices(self.search_space):
             return self._from_design()
         phase = len(self.history) - self.n_init
-        if phase % RANDOM_EVERY == RANDOM_EVERY - 1:
-            return self._random()
+        if phase % OTHER_EVERY == OTHER_EVERY - 1:
+            return self._from_tpe()
         if self._repeats and phase % REPEAT_EVERY == REPEAT_EVERY - 2:
             leader = self._leader_to_repeat()
             if leader is not None:
@@ -153,6 +156,26 @@ class BOTuner(Tuner):
             return None
         config, _ = min(leaders, key=lambda r: len(r[1]))
         return dict(config)
+
+    def _from_tpe(self) -> Config:
+        """TPE's proposal from the whole history (a study rebuilt each time: the bounds may have
+        grown, and it is seeded by the step, so a replayed campaign proposes the same)."""
+        from stortune.tuners.optuna_adapter import OptunaTuner
+
+        tpe = OptunaTuner(
+            self.search_space, self.direction.value, self.seed * 1000 + len(self.history),
+            self.budget, sampler="tpe",
+        )  # fmt: skip
+        for obs in self.history:
+            if obs.value is not None:
+                with contextlib.suppress(ValueError):  # a value outside TPE's distributions
+                    tpe.tell(obs.config, obs.value)
+        config = tpe.ask()
+        if self.pool is not None:
+            return self.pool.nearest_open(config)
+        if config_key(config) in self._seen:
+            return self._random()
+        return config
 
     def _random(self) -> Config:
         if self.pool is not None:

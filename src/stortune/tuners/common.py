@@ -1,5 +1,6 @@
 """What stortune's own tuners share: an initial design that starts at the default, decoding
-unit-cube points into valid configs, and objective values turned into "larger is better"."""
+unit-cube points into valid configs, objective values turned into "larger is better", and when
+a search has stalled."""
 
 from __future__ import annotations
 
@@ -12,6 +13,18 @@ from stortune.errors import ConfigError
 from stortune.sampling import config_key, latin_hypercube
 from stortune.space import Config, Space
 from stortune.tuners.base import Observation
+
+STALL_PATIENCE = 10  # evaluations without a better value before a search counts as stalled
+
+
+def stalled(history: Sequence[Observation], direction: str, patience: int = STALL_PATIENCE) -> bool:
+    """Whether the last `patience` evaluations found nothing better than the best before them:
+    a surrogate that only exploits (FLASH's tree, DDPG's actor) is then stuck in one region,
+    and its caller mixes in random configs until the best improves again."""
+    if len(history) <= patience:
+        return False
+    value = scores(history, direction)
+    return bool(value[-patience:].max() <= value[:-patience].max())
 
 
 def initial_size(budget: int | None, low: int = 3, high: int = 10) -> int:

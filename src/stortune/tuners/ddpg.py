@@ -24,7 +24,9 @@ Magpie (IC2E '22, II-III) in stortune's terms:
   tuning: a later campaign continues from the learned policy.
 
 Before the actor has anything to learn from, the default config and a small Latin hypercube are
-measured. A failed evaluation gets reward -1 and leaves the reference objective unchanged.
+measured. A failed evaluation gets reward -1 and leaves the reference objective unchanged. An
+actor whose last ten configs found nothing better (`common.stalled`) is stuck where its noise
+cannot take it: every other proposal is then a random valid config, until the best improves.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from stortune.outputs import writing
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
 from stortune.tuners.base import Observation, Tuner
-from stortune.tuners.common import initial_design, initial_size, random_valid
+from stortune.tuners.common import initial_design, initial_size, random_valid, stalled
 from stortune.tuners.topk import free_indices
 
 HIDDEN = 64
@@ -274,8 +276,8 @@ class DDPGTuner(Tuner):
         for config in self._design:
             if config_key(config) not in seen:
                 return dict(config)
-        if self._agent is None:
-            return random_valid(self.space, self._rng, seen)
+        if self._agent is None or (stalled(self.history, self.direction) and len(self.history) % 2):
+            return random_valid(self.space, self._rng, seen)  # nothing learnt, or stuck
         action = self._agent.act(self._state_vector(self._state_raw))
         for _ in range(50):
             config = self._config_for(np.clip(action + self._noise(), 0.0, 1.0))
