@@ -171,3 +171,33 @@ def test_bo_finds_a_near_optimal_fileserver_config_in_30_runs(fileserver: Datase
     assert max(values) >= 0.9 * optimum
     # It exploits what it learnt: its last proposals beat the average config.
     assert np.mean(values[-10:]) > frame[RELATIVE].mean()
+
+
+@pytest.mark.parametrize("workload", ["fileserver", "mailserver"])
+def test_the_default_tuner_reaches_the_stated_quality_at_30_of_100_evaluations(
+    workload: str, request: pytest.FixtureRequest
+) -> None:
+    """bench/tuners.py's protocol on the shipped table: the table's 216 rows as the pool, a
+    100-evaluation campaign looked at after 30, five seeds. The median best is at least 0.965
+    of the optimum (fileserver's third-best config is 0.9656; bench/results/tuners.json has the
+    20-seed medians beside the peers')."""
+    from stortune.tuners import DEFAULT_TUNER
+
+    agg = request.getfixturevalue(workload).aggregated()
+    frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
+    data = Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)
+    space = space_from_dataset(data)
+    table = {tuple(row[agg.params]): row[RELATIVE] for _, row in frame.iterrows()}
+    rows = [dict(zip(agg.params, key, strict=True)) for key in table]
+    optimum = max(table.values())
+    torch.set_num_threads(1)
+    bests = []
+    for seed in range(5):
+        tuner = make_tuner(DEFAULT_TUNER, space, "max", seed, budget=100, pool=rows)
+        values = []
+        for _ in range(30):
+            config = tuner.ask()
+            values.append(table[tuple(config[p] for p in agg.params)])
+            tuner.tell(config, values[-1])
+        bests.append(max(values) / optimum)
+    assert np.median(bests) >= 0.965
