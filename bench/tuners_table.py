@@ -101,8 +101,9 @@ def rank_value(row: dict | None, key: str) -> float:
 
 
 def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
-    """The default tuner against every peer that ran at `min_seeds` seeds or more (module doc):
-    a median over one seed beside medians over twenty is a draw, not a rank."""
+    """The default tuner against every peer that ran at `min_seeds` seeds or more (module doc),
+    in the noisy comparison against those whose noisy campaigns did: a median over one seed
+    beside medians over twenty is a draw, not a rank."""
     by = {
         (r["dataset"], r["tuner"]): r
         for r in rows
@@ -141,17 +142,20 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
                 f"{dataset}: {own:g} evaluations to 1% against {best_peer['tuner']}'s {peer_best:g}"
             )
         ok, close = True, True
+        noisy_peers = [r for r in peers if (r.get("noisy_seeds") or 0) >= min_seeds]
         for at in RECOMMEND_AT:
             key = f"noisy_true_at_{at}"
             top = max(
-                (r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None
+                (r for r in noisy_peers if r.get(key) is not None),
+                key=lambda r: r[key],
+                default=None,
             )
             if mine.get(key) is None or top is None or mine[key] >= top[key]:
                 continue
             ok = False
             beyond = [
                 r["tuner"]
-                for r in peers
+                for r in noisy_peers
                 if r.get(f"{key}_seeds")
                 and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
             ]
@@ -182,6 +186,13 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         "peers_at_fewer_seeds": sorted(
             {r["tuner"] for r in rows if r.get("seeds") and r["tuner"] != default}
             - {t for _, t in by}
+        ),
+        "noisy_peers_at_fewer_seeds": sorted(  # left out of the noisy comparison only
+            {
+                t
+                for (_, t), r in by.items()
+                if t != default and (r.get("noisy_seeds") or 0) < min_seeds
+            }
         ),
         "misses": notes,
     }
