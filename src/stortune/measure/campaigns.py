@@ -161,7 +161,7 @@ def open_campaign(
     changed: dict[str, Any] | None = None
     plan: Plan
     if kind in (CampaignKind.TUNE, CampaignKind.SAMPLE):
-        pool = pool_within(space, target.tuning_pool())
+        pool = pool_within(space, target.tuning_pool(), target.space)
         if budget is not None:
             settings["budget"] = budget
         tune, notes = within_pool(

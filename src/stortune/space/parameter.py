@@ -286,6 +286,13 @@ class Parameter:
 
 def _key(value: Any) -> Any:
     """Dictionary key under which 4096, 4096.0, np.int64(4096) and True all find their value."""
+    kind = type(value)  # the common plain types first: a large table calls this millions of times
+    if kind is str:
+        return ("str", value)
+    if kind is float:
+        return ("num", value)
+    if kind is int and -(2**53) <= value <= 2**53:  # exactly a float
+        return ("num", float(value))
     if isinstance(value, bool | np.bool_):
         return ("bool", bool(value))
     if _is_number(value):

@@ -24,6 +24,7 @@ of a known length.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
 from collections.abc import Iterable
@@ -103,6 +104,7 @@ class TableTarget(Target):
         **values: Any,
     ) -> None:
         super().__init__(space, settings, **values)
+        given = data is not None
         if data is None:
             if not self.settings.dataset:
                 raise TargetError("--target table needs --dataset FILE")
@@ -113,57 +115,22 @@ class TableTarget(Target):
         if self.space is None:
             self.space = space_from_dataset(data)
         self.nearest = self.settings.nearest
-        self._rows: dict[tuple[str, str], list[int]] = {}
-        self._configs: list[Config] = []
-        self._keys: dict[str, int] = {}  # config key -> index in _configs
-        self._row_keys: dict[int, str] = {}  # row -> its config's key
-        self._points: list[np.ndarray] = []
+        index = _cached_index(data, self.space, from_file=not given)
+        self._rows = index.rows  # (config key, workload) -> the dataset's rows
+        self._configs = index.configs
+        self._keys = index.keys  # config key -> index in _configs
+        self._row_keys = index.row_keys  # row -> its config's key
+        self._points = index.points
+        self.skipped_rows = index.skipped
+        self.workload_names = index.workloads
         self._current: str | None = None
         self._visits: dict[tuple[str, str, int], int] = {}  # runs replayed per slot (noise draws)
-        self.workload_names = self._index()
         self.provides = frozenset({Need.TABLE_ROWS}) if self.workload_names else frozenset()  # type: ignore[misc]
 
     @classmethod
     def of(cls, data: Dataset, space: Space | None = None, nearest: bool = False) -> TableTarget:
         """A table over a dataset already in memory."""
         return cls(space, data=data, nearest=nearest)
-
-    def _index(self) -> list[str]:
-        frame = self.dataset.frame
-        workloads = (
-            frame[WORKLOAD_COLUMN].astype(str).tolist()
-            if WORKLOAD_COLUMN in frame
-            else [NO_WORKLOAD] * len(frame)
-        )
-        ok = (
-            (frame[STATUS_COLUMN].astype(str) == RunStatus.OK).tolist()
-            if STATUS_COLUMN in frame
-            else [True] * len(frame)
-        )
-        skipped = 0
-        for i, row in enumerate(frame[self.dataset.params].itertuples(index=False)):
-            if not ok[i]:
-                continue
-            raw = {k: config_value(v) for k, v in zip(self.dataset.params, row, strict=True)}
-            raw = {k: v for k, v in raw.items() if v is not None and k in self.space}  # type: ignore[operator]
-            try:
-                config = self.space.validate(raw)  # type: ignore[union-attr]
-            except ConfigError:
-                skipped += 1
-                continue
-            key = config_key(config)
-            if key not in self._keys:
-                self._keys[key] = len(self._configs)
-                self._configs.append(config)
-                self._points.append(self.space.encode(config))  # type: ignore[union-attr]
-            self._rows.setdefault((key, workloads[i]), []).append(i)
-            self._row_keys[i] = key
-            if workloads[i] != NO_WORKLOAD:
-                self._rows.setdefault((key, ANY_WORKLOAD), []).append(i)
-        if not self._rows:
-            raise TargetError(f"{self.dataset.source}: no row is a valid config of the space")
-        self.skipped_rows = skipped
-        return sorted({w for _, w in self._rows} - {NO_WORKLOAD, ANY_WORKLOAD})
 
     def metric_names(self) -> frozenset[str]:
         """The dataset's metric columns: what every replayed run reports."""
@@ -285,6 +252,82 @@ class TableTarget(Target):
         values = self.dataset.frame[metric].to_numpy(dtype=float)
         means = [float(np.nanmean(values[rows])) for rows in self._rows.values()]
         return max(means) if direction == Direction.MAX else min(means)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """Where a dataset's rows lie in a space: its distinct valid configs and their encodings,
+    and per config and workload its rows. Read-only once built, so targets share it."""
+
+    rows: dict[tuple[str, str], list[int]]
+    configs: list[Config]
+    keys: dict[str, int]
+    row_keys: dict[int, str]
+    points: list[np.ndarray]
+    skipped: int
+    workloads: list[str]
+
+
+_INDEXES: dict[tuple, _Index] = {}
+INDEXES_KEPT = 4  # a bench replays a few tables, each resumed many times
+
+
+def _cached_index(data: Dataset, space: Space, from_file: bool) -> _Index:
+    """The dataset's index in `space`, built once per file version and space in a process: a
+    resumed campaign rebuilds its target, and validating every row of a large table again
+    costs seconds each time."""
+    if not from_file:
+        return _build_index(data, space)
+    stat = Path(data.source).stat()
+    key = (
+        str(Path(data.source).resolve()), stat.st_mtime_ns, stat.st_size, tuple(data.metrics),
+        json.dumps(space.to_dict(), sort_keys=True, default=str),
+    )  # fmt: skip
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _INDEXES[key] = _build_index(data, space)
+        while len(_INDEXES) > INDEXES_KEPT:
+            del _INDEXES[next(iter(_INDEXES))]
+    return index
+
+
+def _build_index(data: Dataset, space: Space) -> _Index:
+    frame = data.frame
+    workloads = (
+        frame[WORKLOAD_COLUMN].astype(str).tolist()
+        if WORKLOAD_COLUMN in frame
+        else [NO_WORKLOAD] * len(frame)
+    )
+    ok = (
+        (frame[STATUS_COLUMN].astype(str) == RunStatus.OK).tolist()
+        if STATUS_COLUMN in frame
+        else [True] * len(frame)
+    )
+    index = _Index({}, [], {}, {}, [], 0, [])
+    skipped = 0
+    for i, row in enumerate(frame[data.params].itertuples(index=False)):
+        if not ok[i]:
+            continue
+        raw = {k: config_value(v) for k, v in zip(data.params, row, strict=True)}
+        raw = {k: v for k, v in raw.items() if v is not None and k in space}
+        try:
+            config = space.validate(raw)
+        except ConfigError:
+            skipped += 1
+            continue
+        key = config_key(config)
+        if key not in index.keys:
+            index.keys[key] = len(index.configs)
+            index.configs.append(config)
+            index.points.append(space.encode(config))
+        index.rows.setdefault((key, workloads[i]), []).append(i)
+        index.row_keys[i] = key
+        if workloads[i] != NO_WORKLOAD:
+            index.rows.setdefault((key, ANY_WORKLOAD), []).append(i)
+    if not index.rows:
+        raise TargetError(f"{data.source}: no row is a valid config of the space")
+    names = sorted({w for _, w in index.rows} - {NO_WORKLOAD, ANY_WORKLOAD})
+    return replace(index, skipped=skipped, workloads=names)
 
 
 def _stable(text: str) -> int:

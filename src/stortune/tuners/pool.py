@@ -3,9 +3,9 @@
 On a table that is not a full grid, a tuner free to propose any config of the inferred space
 mostly proposes configs nobody measured. FLASH's and PromiseTune's protocol instead lets tuners
 choose among the table's rows. Tuners that can search a finite set themselves take the pool
-(`Tuner.takes_pool`: FLASH, bo, random); any other is wrapped in `PoolProjection`, which answers
-each proposal with the nearest unmeasured row in the unit-cube encoding and tells the tuner that
-row, the config really measured, never the proposal it stands in for.
+(`Tuner.takes_pool`: FLASH, bo, DDPG, random); any other is wrapped in `PoolProjection`, which
+answers each proposal with the nearest unmeasured row in the unit-cube encoding and tells the
+tuner that row, the config really measured, never the proposal it stands in for.
 """
 
 from __future__ import annotations
@@ -84,11 +84,17 @@ class Pool:
         return dict(self.configs[int(rows[int(np.argmin(distances))])])
 
 
-def pool_within(space: Space, configs: Sequence[Mapping] | None) -> list[Config] | None:
+def pool_within(
+    space: Space, configs: Sequence[Mapping] | None, valid_in: Space | None = None
+) -> list[Config] | None:
     """The pool's configs that `space` holds as they are (a ranked space pins parameters, a
-    safe space drops risky values); None without a pool."""
+    safe space drops risky values); None without a pool. Configs already validated in
+    `valid_in`, a space of the same definition, are all held (validating a large table's rows
+    again costs seconds)."""
     if configs is None:
         return None
+    if valid_in is not None and (valid_in is space or valid_in.to_dict() == space.to_dict()):
+        return [dict(c) for c in configs]
     kept = []
     for config in configs:
         try:

@@ -136,7 +136,7 @@ def start_tuning(store: Store, job: TuneJob, reporter: Reporter | None = None) -
     if job.rank is not None:
         ranking = _rank(store, job, searched, name, reporter)
         tuned_space = ranking.space
-    pool = pool_within(tuned_space, job.target.tuning_pool())
+    pool = pool_within(tuned_space, job.target.tuning_pool(), job.target.space)
     tune, notes = within_pool(job.settings, pool, tuned_space, job.objective)
     settings = {**tune.to_dict(), **job.rules.to_dict(), "allow_risk": job.allow_risk}
     campaign = new_campaign(
