@@ -46,7 +46,7 @@ def test_a_stalled_flash_explores_and_is_not_worse_than_random_search(monkeypatc
     flash = [best_after("flash", s) for s in seeds]
     random = [best_after("random", s) for s in seeds]
     assert np.median(flash) >= np.median(random) == 100.0
-    monkeypatch.setattr("stortune.tuners.flash.stalled", lambda *a, **k: False)
+    monkeypatch.setattr("stortune.tuners.flash.explore_now", lambda *a, **k: False)
     assert np.median([best_after("flash", s) for s in seeds]) < 100.0  # why the rule is there
 
 

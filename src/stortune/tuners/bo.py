@@ -17,7 +17,7 @@ dynamic bounds (3.2, Fig. 4).
   always valid and is scored at the value that will really be run.
 * On a pool (a measured table's rows, `pool`): the candidates are unmeasured rows, a seeded
   draw of them plus the rows nearest to the best observations and to their neighbours; the initial
-  design is moved to the nearest rows, and the random proposals are random rows.
+  design's points and TPE's proposals (below) are moved to the nearest open rows.
 * Start: the default config and a Latin hypercube (`common.initial_design`). After that, every
   fifth proposal is another model's: Optuna's TPE, told every observation so far (on a pool, its
   proposal moved to the nearest open row). A GP that sees many equal values (a plateau; a table
@@ -58,7 +58,14 @@ from stortune.sampling import config_key
 from stortune.space import Config, Kind, Space
 from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.bounds import GrowableSpace
-from stortune.tuners.common import config_at, initial_design, initial_size, random_valid, scores
+from stortune.tuners.common import (
+    config_at,
+    initial_design,
+    initial_size,
+    random_valid,
+    repeated_identically,
+    scores,
+)
 from stortune.tuners.pool import Pool
 from stortune.tuners.topk import free_indices
 
@@ -79,7 +86,6 @@ FEW_LEVELS = 4  # parameters with at most this many values are redrawn, not step
 REPEAT_EVERY = 6  # every sixth model-phase proposal may re-measure a leader
 REPEAT_AMONG = 3  # the leaders: configs with the best mean
 MAX_RUNS = 3  # runs of one config, at most
-SAME = 1e-9  # a repeat this close to its first value shows a deterministic target
 
 
 class BOTuner(Tuner):
@@ -183,13 +189,9 @@ class BOTuner(Tuner):
         return random_valid(self.search_space, self._rng(), self._seen)
 
     def _observe(self, config: Config, value: float | None) -> None:
-        key = config_key(config)
-        earlier = (o.value for o in self.history[:-1] if config_key(o.config) == key)
-        first = next((v for v in earlier if v is not None), None)  # the history holds this tell
-        same = first is not None and value is not None
-        if same and abs(value - first) <= SAME * max(abs(first), 1e-12):
+        if repeated_identically(self.history):
             self._repeats = False  # a repeat gave the same value: nothing to average
-        self._seen.add(key)
+        self._seen.add(config_key(config))
         if self.pool is not None:
             self.pool.close(config)
         self.bounds.include(config)

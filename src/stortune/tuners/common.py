@@ -14,6 +14,7 @@ from stortune.sampling import config_key, latin_hypercube
 from stortune.space import Config, Space
 from stortune.tuners.base import Observation
 
+SAME = 1e-9  # a repeat this close to its first value shows a deterministic target
 STALL_PATIENCE = 10  # evaluations without a better value before a search counts as stalled
 
 
@@ -25,6 +26,26 @@ def stalled(history: Sequence[Observation], direction: str, patience: int = STAL
         return False
     value = scores(history, direction)
     return bool(value[-patience:].max() <= value[:-patience].max())
+
+
+def explore_now(history: Sequence[Observation], direction: str) -> bool:
+    """Whether a surrogate that only exploits should propose a random config now: every other
+    step while the search has stalled (`stalled`), so the surrogate keeps the steps between."""
+    return len(history) % 2 == 0 and stalled(history, direction)
+
+
+def repeated_identically(history: Sequence[Observation]) -> bool:
+    """Whether the last observation re-measured a config and got exactly its first value: the
+    target is deterministic (a replayed table), and re-measuring there only spends budget."""
+    if not history or history[-1].value is None:
+        return False
+    last = history[-1]
+    key = config_key(last.config)
+    first = next(
+        (o.value for o in history[:-1] if o.value is not None and config_key(o.config) == key),
+        None,
+    )
+    return first is not None and abs(last.value - first) <= SAME * max(abs(first), 1e-12)
 
 
 def initial_size(budget: int | None, low: int = 3, high: int = 10) -> int:

@@ -27,6 +27,9 @@ Before the actor has anything to learn from, the default config and a small Lati
 measured. A failed evaluation gets reward -1 and leaves the reference objective unchanged. An
 actor whose last ten configs found nothing better (`common.stalled`) is stuck where its noise
 cannot take it: every other proposal is then a random valid config, until the best improves.
+On a pool (`pool`, a measured table's rows) actions go to the nearest unmeasured row and the
+random proposals are random unmeasured rows; a re-measurement that repeats its first value
+exactly (a replayed table) ends the re-measuring.
 """
 
 from __future__ import annotations
@@ -49,7 +52,14 @@ from stortune.outputs import writing
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
 from stortune.tuners.base import Observation, Tuner
-from stortune.tuners.common import initial_design, initial_size, random_valid, stalled
+from stortune.tuners.common import (
+    explore_now,
+    initial_design,
+    initial_size,
+    random_valid,
+    repeated_identically,
+)
+from stortune.tuners.pool import Pool
 from stortune.tuners.topk import free_indices
 
 HIDDEN = 64
@@ -193,6 +203,7 @@ class DDPGTuner(Tuner):
     """Magpie's DDPG agent behind ask/tell (module doc)."""
 
     name = "ddpg"
+    takes_pool = True
 
     def __init__(
         self,
@@ -202,8 +213,10 @@ class DDPGTuner(Tuner):
         budget: int | None = None,
         noise: str = "gaussian",
         remeasure: int | None = None,
+        pool: Sequence[Config] | None = None,
     ) -> None:
         super().__init__(space, direction, seed, budget)
+        self.pool = None if pool is None else Pool(space, pool)
         if noise not in ("gaussian", "ou"):
             raise StortuneError(f"DDPG noise must be 'gaussian' or 'ou', not {noise!r}")
         self.noise = noise
@@ -273,17 +286,36 @@ class DDPGTuner(Tuner):
             if again is not None:
                 return again
         seen = self._seen
-        for config in self._design:
-            if config_key(config) not in seen:
-                return dict(config)
-        if self._agent is None or (stalled(self.history, self.direction) and len(self.history) % 2):
-            return random_valid(self.space, self._rng, seen)  # nothing learnt, or stuck
+        design = self._next_design()
+        if design is not None:
+            return design
+        if self._agent is None or explore_now(self.history, self.direction):
+            return self._random()  # nothing learnt, or stuck
         action = self._agent.act(self._state_vector(self._state_raw))
         for _ in range(50):
             config = self._config_for(np.clip(action + self._noise(), 0.0, 1.0))
-            if config is not None and config_key(config) not in seen:
-                return config
-        return random_valid(self.space, self._rng, seen)
+            if config is not None and (self.pool is not None or config_key(config) not in seen):
+                return self._on_pool(config)
+        return self._random()
+
+    def _next_design(self) -> Config | None:
+        """The initial design's next config not measured yet; on a pool, its next point moved
+        to the nearest open row (the row is what is measured, so it goes by step)."""
+        if self.pool is not None:
+            step = len(self.history)
+            return self.pool.nearest_open(self._design[step]) if step < len(self._design) else None
+        return next((dict(c) for c in self._design if config_key(c) not in self._seen), None)
+
+    def _on_pool(self, config: Config) -> Config:
+        """On a pool, the open row nearest to the config; else the config."""
+        return dict(config) if self.pool is None else self.pool.nearest_open(config)
+
+    def _random(self) -> Config:
+        """A random open row of the pool (a uniform config moved to its nearest row would
+        favour the rows in sparsely measured regions); else a random valid unseen config."""
+        if self.pool is not None:
+            return self.pool.random_open(self._rng)
+        return random_valid(self.space, self._rng, self._seen)
 
     def _noise(self) -> np.ndarray:
         horizon = self.budget or 100
@@ -316,6 +348,10 @@ class DDPGTuner(Tuner):
     # ---- tell -----------------------------------------------------------------------------
     def _observe(self, config: Config, value: float | None) -> None:
         self._seen.add(config_key(config))
+        if self.pool is not None:
+            self.pool.close(config)
+        if repeated_identically(self.history):
+            self.remeasure = 0  # a deterministic target: re-measuring spends the budget for nothing
         if not self.free:
             return
         action = self.action_of(config)

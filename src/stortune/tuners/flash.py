@@ -20,7 +20,7 @@ from sklearn.tree import DecisionTreeRegressor
 from stortune.sampling import latin_hypercube
 from stortune.space import Config, Space
 from stortune.tuners.base import Tuner
-from stortune.tuners.common import initial_size, scores, stalled
+from stortune.tuners.common import explore_now, initial_size, scores
 from stortune.tuners.pool import Pool
 
 SAMPLED_POOL = 2000  # candidates drawn when no pool is given
@@ -52,7 +52,7 @@ class FlashTuner(Tuner):
         open_rows = self.pool.open_rows()
         if len(self.history) < self._initial or not any(o.value is not None for o in self.history):
             return self._initial_config()
-        if stalled(self.history, self.direction) and len(self.history) % 2 == 0:
+        if explore_now(self.history, self.direction):
             return self.pool.random_open(self.rng)
         tree = DecisionTreeRegressor(random_state=self.seed)
         tree.fit(
