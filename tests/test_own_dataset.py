@@ -149,13 +149,18 @@ def test_a_tree_predicts_held_out_configs(fileserver: Dataset, mailserver: Datas
     assert cv_r2(mailserver, "cart") > 0.7
 
 
+def objective_table(data: Dataset) -> Dataset:
+    """A workload's aggregated table with the objective only, as bench/tuners.py replays it."""
+    agg = data.aggregated()
+    frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
+    return Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)
+
+
 def test_bo_finds_a_near_optimal_fileserver_config_in_30_runs(fileserver: Dataset) -> None:
     """As bench/tuners.py drives a campaign: the aggregated dataset replayed, nearest=True
     (216 of the 360 valid configs, not the full grid), the objective only."""
-    agg = fileserver.aggregated()
-    frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
-    data = Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)
-    space = space_from_dataset(data)
+    data = objective_table(fileserver)
+    frame, space = data.frame, space_from_dataset(data)
     target = TableTarget.of(data, space, nearest=True)
     assert len(target.configs()) < space.raw_grid_size(levels=10**9)  # why nearest is needed
     optimum = target.optimum(RELATIVE, "max")
@@ -183,12 +188,10 @@ def test_the_default_tuner_reaches_the_stated_quality_at_30_of_100_evaluations(
     20-seed medians beside the peers')."""
     from stortune.tuners import DEFAULT_TUNER
 
-    agg = request.getfixturevalue(workload).aggregated()
-    frame = agg.frame.dropna(subset=[RELATIVE]).reset_index(drop=True)
-    data = Dataset(frame, agg.params, [RELATIVE], agg.directions, agg.source)
-    space = space_from_dataset(data)
-    table = {tuple(row[agg.params]): row[RELATIVE] for _, row in frame.iterrows()}
-    rows = [dict(zip(agg.params, key, strict=True)) for key in table]
+    data = objective_table(request.getfixturevalue(workload))
+    space, params = space_from_dataset(data), data.params
+    table = {tuple(row[params]): row[RELATIVE] for _, row in data.frame.iterrows()}
+    rows = [dict(zip(params, key, strict=True)) for key in table]
     optimum = max(table.values())
     torch.set_num_threads(1)
     bests = []
@@ -197,7 +200,7 @@ def test_the_default_tuner_reaches_the_stated_quality_at_30_of_100_evaluations(
         values = []
         for _ in range(30):
             config = tuner.ask()
-            values.append(table[tuple(config[p] for p in agg.params)])
+            values.append(table[tuple(config[p] for p in params)])
             tuner.tell(config, values[-1])
         bests.append(max(values) / optimum)
     assert np.median(bests) >= 0.965
