@@ -58,7 +58,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 
 from benchdata import add_only_option, only_patterns, own_specs, select
-from tuners_table import BUDGET, RECOMMEND_AT, default_check, evidence_pick, markdown, summarise
+from tuners_table import (
+    BUDGET,
+    RECOMMEND_AT,
+    against_random,
+    default_check,
+    evidence_pick,
+    markdown,
+    summarise,
+)
 
 from stortune.sources import spec_name
 from stortune.targets.table import TableSettings, TableTarget
@@ -315,6 +323,7 @@ def main() -> None:
             "check_with_every_peer": default_check(rows, DEFAULT_TUNER),
             "evidence_pick": pick,
             "own_tuners_as_default": own_checks,
+            "own_tuners_against_random_at_100": against_random(rows, OWN_TUNERS),
             "datasets": info,
             "rows": rows,
             "wall_seconds_this_run": time.perf_counter() - started,
@@ -382,6 +391,13 @@ def main() -> None:
             f"fewest to 1%, {c['within_1_5x_of_best_peer']} within 1.5x, "
             f"{c['noisy_best_or_within_noise']} best noisy or within noise, of {c['datasets']})."
         )
+    for name, found in result["own_tuners_against_random_at_100"].items():
+        if found["below"]:
+            beyond = ", ".join(found["below_beyond_noise"]) or "none"
+            print(
+                f"{name} below random search at {BUDGET} evaluations: "
+                f"{'; '.join(found['below'])} (beyond noise: {beyond})."
+            )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,10 @@ def summarise(runs: list[dict], datasets: list[str], tuners: list[str], missing:
             if name in missing:
                 row["not_installed"] = missing[name]
             if clean:
-                curves = [curve_of(r) for r in clean]
+                curves = [curve_of(r) for r in sorted(clean, key=by_seed)]
                 for b in BUDGETS:
                     row[f"best_at_{b}"] = statistics.median(c[b - 1] for c in curves)
+                row[f"best_at_{BUDGET}_seeds"] = [c[BUDGET - 1] for c in curves]
                 row["evals_to_5pct"] = median_or_none(to_reach(r, 0.95) for r in clean)
                 row["evals_to_1pct"] = median_or_none(to_reach(r, 0.99) for r in clean)
                 row["exact_share"] = sum(c[-1] >= EXACT for c in curves) / len(clean)
@@ -196,6 +197,30 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         ),
         "misses": notes,
     }
+
+
+def against_random(rows: list[dict], own: list[str], budget: int = BUDGET) -> dict:
+    """Per own tuner (random search aside), the datasets where its median best after `budget`
+    noise-free evaluations is below random search's, and those where random search is ahead
+    beyond the spread of the seeds (`ahead_beyond_noise`): a surrogate stuck in one region
+    shows as the second; a tuner no better than random, on a table with little to learn, as
+    the first about half the time."""
+    key = f"best_at_{budget}"
+    by = {(r["dataset"], r["tuner"]): r for r in rows if r.get(key) is not None}
+    out = {}
+    for name in own:
+        if name == "random" or not any(t == name for _, t in by):
+            continue
+        below, beyond = [], []
+        for (dataset, tuner), mine in by.items():
+            theirs = by.get((dataset, "random"))
+            if tuner != name or theirs is None or mine[key] >= theirs[key]:
+                continue
+            below.append(f"{dataset}: {mine[key]:.3f} against {theirs[key]:.3f}")
+            if ahead_beyond_noise(theirs[f"{key}_seeds"], mine[f"{key}_seeds"]):
+                beyond.append(dataset)
+        out[name] = {"below": below, "below_beyond_noise": beyond}
+    return out
 
 
 def evidence_pick(rows: list[dict], own: list[str], min_seeds: int = 1) -> tuple[str | None, dict]:
