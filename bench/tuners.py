@@ -31,7 +31,10 @@ of the best peer's median best at 30 evaluations on every dataset, needs the few
 to 1% on 70% of them and never more than 1.5x the best peer's, and its noisy recommendation at
 30 and 100 evaluations is the best or within noise of every peer's on 80% of them (no peer's
 median ahead beyond a bootstrap interval over the seeds; `noisy_best_or_tied` counts those
-where it is the best outright).
+where it is the best outright). Beside it, `own_tuners_against_random_at_100`: per own tuner,
+the datasets where its median best after 100 noise-free evaluations is below random search's,
+and those where random search is ahead beyond the seeds' spread (a surrogate stuck in one
+region).
 
 Run: python bench/tuners.py [--seeds 20] [--jobs 2] [--tuners bo,flash,...]
      [--only NAME_SUBSTRING ...] [PATH[@WORKLOAD] ...] [--no-run]
