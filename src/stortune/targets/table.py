@@ -273,14 +273,14 @@ INDEXES_KEPT = 16  # a bench replays a dozen tables, each resumed many times
 
 
 def _cached_index(data: Dataset, space: Space, from_file: bool) -> _Index:
-    """The dataset's index in `space`, built once per file version and space in a process: a
+    """The dataset's index in `space`, built once per file content and space in a process: a
     resumed campaign rebuilds its target, and validating every row of a large table again
-    costs seconds each time."""
+    costs seconds each time. The file's bytes are hashed (milliseconds), not its modification
+    time trusted: a file rewritten within one tick of a coarse clock keeps its time."""
     if not from_file:
         return _build_index(data, space)
-    stat = Path(data.source).stat()
     key = (
-        str(Path(data.source).resolve()), stat.st_mtime_ns, stat.st_size, tuple(data.metrics),
+        hashlib.sha256(Path(data.source).read_bytes()).hexdigest(), tuple(data.metrics),
         json.dumps(space.to_dict(), sort_keys=True, default=str),
     )  # fmt: skip
     index = _INDEXES.pop(key, None) or _build_index(data, space)
