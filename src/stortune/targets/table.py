@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from stortune.datasets import RUN_PREFIX, Dataset, config_value, load_dataset
 from stortune.enums import Direction, RunStatus
@@ -273,15 +274,17 @@ INDEXES_KEPT = 16  # a bench replays a dozen tables, each resumed many times
 
 
 def _cached_index(data: Dataset, space: Space, from_file: bool) -> _Index:
-    """The dataset's index in `space`, built once per file content and space in a process: a
+    """The dataset's index in `space`, built once per table content and space in a process: a
     resumed campaign rebuilds its target, and validating every row of a large table again
-    costs seconds each time. The file's bytes are hashed (milliseconds), not its modification
-    time trusted: a file rewritten within one tick of a coarse clock keeps its time."""
+    costs seconds each time. The key hashes the rows as loaded (milliseconds), what the index
+    is built from: not the file's modification time, which a rewrite within one tick of a
+    coarse clock keeps, nor the file read again, which may have changed since it was loaded."""
     if not from_file:
         return _build_index(data, space)
+    rows = pd.util.hash_pandas_object(data.frame, index=False).to_numpy()
     key = (
-        hashlib.sha256(Path(data.source).read_bytes()).hexdigest(), tuple(data.metrics),
-        json.dumps(space.to_dict(), sort_keys=True, default=str),
+        hashlib.sha256(rows.tobytes()).hexdigest(), tuple(data.frame.columns),
+        tuple(data.metrics), json.dumps(space.to_dict(), sort_keys=True, default=str),
     )  # fmt: skip
     index = _INDEXES.pop(key, None) or _build_index(data, space)
     _INDEXES[key] = index  # the most recently used last
