@@ -16,8 +16,12 @@ dynamic bounds (3.2, Fig. 4).
   conditions and constraints are applied before the acquisition sees a point, so a proposal is
   always valid and is scored at the value that will really be run.
 * On a pool (a measured table's rows, `pool`): the candidates are unmeasured rows, a seeded
-  draw of them plus the rows nearest to the best observations and to their neighbours; the initial
-  design's points and TPE's proposals (below) are moved to the nearest open rows.
+  draw of them plus the rows nearest to the best observations and to their neighbours; TPE's
+  proposals (below) are moved to the nearest open rows, and the initial design's points first
+  through the rows' marginal quantiles (`Pool.quantile_points`), so the design covers where the
+  table's rows are, not the edges of its sampling (redis, a table without learnable structure
+  whose rows crowd in the middle: 0.852 of the optimum at 30 evaluations against 0.835, median
+  of 20 seeds; exastencils 0.977 against 0.955).
 * Start: the default config and a Latin hypercube (`common.initial_design`). After that, every
   fifth proposal is another model's: Optuna's TPE, told every observation so far (on a pool, its
   proposal moved to the nearest open row). A GP that sees many equal values (a plateau; a table
@@ -54,7 +58,7 @@ from botorch.models.transforms import Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from stortune.sampling import config_key
+from stortune.sampling import config_key, latin_hypercube
 from stortune.space import Config, Kind, Space
 from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.bounds import GrowableSpace
@@ -108,6 +112,7 @@ class BOTuner(Tuner):
         self.bounds = GrowableSpace(space)
         self.n_init = n_init or initial_size(budget, high=8)
         self._design: list[Config] | None = None
+        self._pool_design: np.ndarray | None = None
         self._seen: set[str] = set()
         self._hyper: dict[str, torch.Tensor] | None = None
         self._repeats = True  # off once a repeat shows the target deterministic
@@ -200,18 +205,29 @@ class BOTuner(Tuner):
             self.bounds.widen_near(config)
 
     def _from_design(self) -> Config:
+        if self.pool is not None:
+            return self._design_row()
         if self._design is None:
             self._design = initial_design(self.search_space, self.n_init, self.seed)
-        if self.pool is not None:  # the design's next point, moved to the nearest open row
-            step = len(self.history)
-            return (
-                self.pool.nearest_open(self._design[step])
-                if step < len(self._design)
-                else self._random()
-            )
         for config in self._design:
             if config_key(config) not in self._seen:
                 return dict(config)
+        return self._random()
+
+    def _design_row(self) -> Config:
+        """On a pool: the default's nearest open row, then the Latin hypercube's points moved
+        through the pool's marginal quantiles (`Pool.quantile_points`) to their nearest open
+        rows, then random open rows."""
+        assert self.pool is not None
+        step = len(self.history)
+        if step == 0:
+            return self.pool.nearest_open(self.search_space.default_config())
+        if self._pool_design is None:
+            space, n = self.search_space, self.n_init - 1
+            unit = latin_hypercube(space, n, self.seed).points if n else np.empty((0, len(space)))
+            self._pool_design = self.pool.quantile_points(unit)
+        if step <= len(self._pool_design):
+            return self.pool.nearest_open_to(self._pool_design[step - 1])
         return self._random()
 
     def _rng(self) -> np.random.Generator:

@@ -79,9 +79,22 @@ class Pool:
         """The config itself when it is an open row, else the open row nearest to it."""
         if self.is_open(config):
             return dict(self.configs[self._index[config_key(config)]])
+        return self.nearest_open_to(self.space.encode(config))
+
+    def nearest_open_to(self, point: np.ndarray) -> Config:
+        """The open row nearest to a point of the unit-cube encoding."""
         rows = self.open_rows()
-        distances = np.linalg.norm(self.points[rows] - self.space.encode(config), axis=1)
+        distances = np.linalg.norm(self.points[rows] - point, axis=1)
         return dict(self.configs[int(rows[int(np.argmin(distances))])])
+
+    def quantile_points(self, unit: np.ndarray) -> np.ndarray:
+        """Unit-cube points moved through the pool's marginal quantiles: coordinate u of a
+        parameter becomes the u-quantile of the rows' values of it. A design spread evenly in
+        the cube is then spread evenly over where the rows are; moved straight to the nearest
+        row, it lands on rows at the edges of the table's sampling as often as on its bulk."""
+        ordered = np.sort(self.points, axis=0)
+        index = np.minimum((np.asarray(unit) * len(ordered)).astype(int), len(ordered) - 1)
+        return ordered[index, np.arange(ordered.shape[1])]
 
 
 def pool_within(
