@@ -35,7 +35,10 @@ BRIDGE = PEERS / "bridge.py"
 VENV = PEERS / ".venv"
 PYTHON = VENV / "bin" / "python"
 PEER_NAMES = ("hebo", "smac")
-REPLY_SECONDS = 300.0  # a HEBO proposal takes seconds; minutes means the bridge is stuck
+# A HEBO proposal takes seconds; minutes without a reply, in which the bridge used next to no CPU
+# (under 1% of them), mean it is stuck. A bridge starved by a busy machine (a niced bench beside
+# others) still uses CPU, and is waited for.
+REPLY_SECONDS = 300.0
 DEFAULT_BUDGET = 100  # SMAC sizes its initial design from the budget
 MAX_MISSES = 20
 # The bridge's environment: one thread, as the bench gives its own tuners, and a fixed hash
@@ -44,6 +47,15 @@ BRIDGE_ENV = {
     **dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
     "PYTHONHASHSEED": "0",
 }
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used (user + system, from /proc), None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def installed_python(name: str) -> Path | None:
@@ -210,13 +222,7 @@ class PeerTuner(Tuner):
             self._process.stdin.flush()
         except OSError:
             pass  # the bridge has exited: its last reply, if any, is still to be read
-        try:
-            line = self._replies.get(timeout=self.timeout)
-        except queue.Empty:
-            self._process.kill()
-            raise StortuneError(
-                f"{self.name} bridge gave no reply to {op!r} within {self.timeout:g} s"
-            ) from None
+        line = self._reply(op)
         if not line:
             self._replies.put("")  # for every later request too
             raise StortuneError(f"{self.name} bridge exited during {op!r}: {self._last_error()}")
@@ -224,6 +230,24 @@ class PeerTuner(Tuner):
         if "error" in reply:
             raise StortuneError(f"{self.name} bridge, {op!r}: {reply['error']}")
         return reply
+
+    def _reply(self, op: str) -> str:
+        """The bridge's next line, waiting while the bridge works: it is killed as stuck only
+        after `timeout` seconds in which it neither replied nor used 1% of them on CPU."""
+        used = cpu_seconds(self._process.pid)
+        while True:
+            try:
+                return self._replies.get(timeout=self.timeout)
+            except queue.Empty:
+                now = cpu_seconds(self._process.pid)
+                if used is not None and now is not None and now >= used + 0.01 * self.timeout:
+                    used = now
+                    continue  # slow, not stuck: a busy machine gives it a small share
+                self._process.kill()
+                raise StortuneError(
+                    f"{self.name} bridge gave no reply to {op!r} "
+                    f"and sat idle for {self.timeout:g} s"
+                ) from None
 
     def _last_error(self) -> str:
         self._log.seek(0)

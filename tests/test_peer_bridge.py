@@ -72,3 +72,40 @@ def test_bridge_errors_are_stortune_errors(space: Space) -> None:
     """The bridge refuses an unknown peer before importing any: no peer venv needed."""
     with pytest.raises(StortuneError, match="usage"):
         peer_tuners.PeerTuner(space, peer="nope", python=sys.executable)
+
+
+FAKE_BRIDGE = """\
+import json, sys, time
+sys.stdin.readline()
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    {wait}
+print(json.dumps({{}}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def fake_python(tmp_path: Path, wait: str) -> str:
+    """An interpreter stand-in that runs a fake bridge answering `init` after 3 s of `wait`
+    (the bridge's path and the peer's name it is started with are ignored)."""
+    program = tmp_path / "bridge.py"
+    program.write_text(FAKE_BRIDGE.format(wait=wait))
+    launcher = tmp_path / "python"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{program}"\n')
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
+def test_a_bridge_that_works_past_the_reply_limit_is_waited_for(space: Space, tmp_path) -> None:
+    """On a busy machine a starved bridge answers late but keeps using CPU: not stuck."""
+    tuner = peer_tuners.PeerTuner(
+        space, peer="hebo", python=fake_python(tmp_path, "pass"), timeout=1.0
+    )
+    tuner.close()
+
+
+def test_a_bridge_silent_and_idle_past_the_reply_limit_is_stuck(space: Space, tmp_path) -> None:
+    with pytest.raises(StortuneError, match="no reply to 'init' and sat idle for 1 s"):
+        peer_tuners.PeerTuner(
+            space, peer="hebo", python=fake_python(tmp_path, "time.sleep(0.1)"), timeout=1.0
+        )
