@@ -47,12 +47,14 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import ctypes
 import functools
 import itertools
 import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -160,6 +162,12 @@ class Sitting:
 
     def note(self, text: str) -> None:
         pass
+
+
+def die_with_parent() -> None:
+    """A worker's initializer: the kernel ends the worker when the bench's main process dies
+    (PR_SET_PDEATHSIG), so a killed bench leaves no campaign running that nobody will record."""
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
 def campaign(job: tuple[str, str, int, float]) -> dict:
@@ -335,7 +343,10 @@ def main() -> None:
         args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
         return result
 
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool, runs_file.open("a") as log:
+    with (
+        ProcessPoolExecutor(max_workers=args.jobs, initializer=die_with_parent) as pool,
+        runs_file.open("a") as log,
+    ):
         pending: set[Future] = set()
         queue = iter(jobs)
 
