@@ -37,8 +37,10 @@ PYTHON = VENV / "bin" / "python"
 PEER_NAMES = ("hebo", "smac")
 # A HEBO proposal takes seconds; minutes without a reply, in which the bridge used next to no CPU
 # (under 1% of them), mean it is stuck. A bridge starved by a busy machine (a niced bench beside
-# others) still uses CPU, and is waited for.
+# others) still uses CPU, and is waited for, up to ten times as long (a bridge spinning without
+# an answer is stuck too).
 REPLY_SECONDS = 300.0
+WORKING_REPLY_LIMITS = 10
 DEFAULT_BUDGET = 100  # SMAC sizes its initial design from the budget
 MAX_MISSES = 20
 # The bridge's environment: one thread, as the bench gives its own tuners, and a fixed hash
@@ -233,21 +235,26 @@ class PeerTuner(Tuner):
 
     def _reply(self, op: str) -> str:
         """The bridge's next line, waiting while the bridge works: it is killed as stuck only
-        after `timeout` seconds in which it neither replied nor used 1% of them on CPU."""
+        after `timeout` seconds in which it neither replied nor used 1% of them on CPU, or
+        after `WORKING_REPLY_LIMITS` of them however busy it was."""
         used = cpu_seconds(self._process.pid)
-        while True:
+        for _ in range(WORKING_REPLY_LIMITS):
             try:
                 return self._replies.get(timeout=self.timeout)
             except queue.Empty:
                 now = cpu_seconds(self._process.pid)
-                if used is not None and now is not None and now >= used + 0.01 * self.timeout:
-                    used = now
-                    continue  # slow, not stuck: a busy machine gives it a small share
-                self._process.kill()
-                raise StortuneError(
-                    f"{self.name} bridge gave no reply to {op!r} "
-                    f"and sat idle for {self.timeout:g} s"
-                ) from None
+                if used is None or now is None or now < used + 0.01 * self.timeout:
+                    self._process.kill()
+                    raise StortuneError(
+                        f"{self.name} bridge gave no reply to {op!r} "
+                        f"and sat idle for {self.timeout:g} s"
+                    ) from None
+                used = now  # slow, not stuck: a busy machine gives it a small share
+        self._process.kill()
+        raise StortuneError(
+            f"{self.name} bridge gave no reply to {op!r} "
+            f"in {WORKING_REPLY_LIMITS * self.timeout:g} s of work"
+        )
 
     def _last_error(self) -> str:
         self._log.seek(0)

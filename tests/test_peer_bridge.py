@@ -109,3 +109,9 @@ def test_a_bridge_silent_and_idle_past_the_reply_limit_is_stuck(space: Space, tm
         peer_tuners.PeerTuner(
             space, peer="hebo", python=fake_python(tmp_path, "time.sleep(0.1)"), timeout=1.0
         )
+
+
+def test_a_bridge_that_works_without_end_is_stuck(space: Space, tmp_path) -> None:
+    """Busy for 3 s against a limit of ten 0.2 s waits: spinning, not answering."""
+    with pytest.raises(StortuneError, match="no reply to 'init' in 2 s of work"):
+        peer_tuners.PeerTuner(space, peer="hebo", python=fake_python(tmp_path, "pass"), timeout=0.2)
