@@ -26,6 +26,7 @@ from typing import Any
 
 from stortune.errors import StortuneError
 from stortune.space import Config, Kind, Parameter, Space
+from stortune.system.processes import cpu_seconds
 from stortune.tuners import register_tuner
 from stortune.tuners.base import Tuner
 from stortune.tuners.baselines import RandomTuner
@@ -49,15 +50,6 @@ BRIDGE_ENV = {
     **dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
     "PYTHONHASHSEED": "0",
 }
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time a process has used (user + system, from /proc), None where it cannot be read."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def installed_python(name: str) -> Path | None:

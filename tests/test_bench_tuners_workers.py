@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from stortune.system.processes import pid_alive
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 KILLED_BENCH = f"""\
@@ -24,14 +26,6 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def alive(pid: int) -> bool:
-    """Whether a process runs (a zombie waiting for its reaper does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_workers_end_when_the_bench_is_killed() -> None:
     bench = subprocess.Popen(
         [sys.executable, "-c", KILLED_BENCH], stdout=subprocess.PIPE, text=True
@@ -40,10 +34,10 @@ def test_workers_end_when_the_bench_is_killed() -> None:
     try:
         bench.wait(timeout=60)
         deadline = time.monotonic() + 20
-        while alive(worker) and time.monotonic() < deadline:
+        while pid_alive(worker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not alive(worker), "the worker outlived the bench that was killed"
+        assert not pid_alive(worker), "the worker outlived the bench that was killed"
     finally:
         bench.stdout.close()
-        if alive(worker):
+        if pid_alive(worker):
             os.kill(worker, signal.SIGKILL)

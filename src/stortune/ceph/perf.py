@@ -9,13 +9,13 @@ latency; for a local cluster's daemons: CPU share and resident memory from /proc
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from stortune.errors import StortuneError
+from stortune.system.processes import cpu_seconds
 
 # metric -> (perf dump section, counter, kind): "rate" (per second over the run), "latency"
 # (mean over the run, ms) or "gauge" (value at the end).
@@ -43,7 +43,6 @@ COUNTERS: dict[str, tuple[str, str, str]] = {
     "buffer_mb": ("bluestore", "bluestore_buffer_bytes", "gauge"),
 }
 _MB = 1024 * 1024
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 PerfDump = Mapping[str, Any]
 
@@ -101,15 +100,14 @@ def osd_perf(data: Any) -> dict[int, dict[str, float]]:
 def process_usage(pid: int) -> tuple[float, float] | None:
     """(CPU seconds used so far, resident MB) of a process; None when it is gone or a zombie
     (a daemon that died and was not reaped yet has no memory to report)."""
+    cpu = cpu_seconds(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")]
-    if not rss:
+    if cpu is None or not rss:
         return None
-    cpu = (int(stat[11]) + int(stat[12])) / _TICKS  # utime, stime
     return cpu, rss[0] / 1024.0
 
 

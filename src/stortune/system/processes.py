@@ -18,6 +18,15 @@ def process_stat(pid: int) -> tuple[str, int] | None:
         return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used so far, user and system (None: unreadable or gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process of this pid space runs (a zombie, killed but not reaped, does not)."""
     if pid <= 0:
