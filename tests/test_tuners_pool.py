@@ -262,3 +262,62 @@ def test_bo_starts_where_the_tables_rows_are_not_at_its_sparse_edges() -> None:
             tuner.tell(design[-1], float(len(design)))
         shares += [config["a"] < 3 for config in design[1:]]  # after the default's row
     assert np.mean(shares) >= 0.9
+
+
+PLATFORM_TEXT = """
+name: platforms
+parameters:
+  android: {type: ordinal, values: [0, 1], default: 1}
+  ios: {type: ordinal, values: [0, 1], default: 0}
+  web: {type: ordinal, values: [0, 1], default: 0}
+  mipmap: {type: ordinal, values: [0, 1], default: 0}
+  threads: {type: int, low: 1, high: 90, default: 10}
+"""
+
+
+def platform_rows() -> list[dict]:
+    """A platform as three one-hot columns (android on half the rows, web on a sixth) and a
+    column that varies only on android rows: the shape of a table that lists, per row, the
+    one platform it built for."""
+    rows = []
+    for platform, count in (("android", 12), ("ios", 8), ("web", 4)):
+        for i in range(count):
+            mipmap = i % 2 if platform == "android" else 0
+            row = {"android": 0, "ios": 0, "web": 0, "mipmap": mipmap, "threads": 1 + 7 * i}
+            row[platform] = 1
+            rows.append(row)
+    return rows
+
+
+def test_a_uniform_point_draws_a_uniform_row_through_the_conditional_quantiles() -> None:
+    """Each of the 24 rows is drawn about 1/24 of the time by uniform points (200 of 4,800
+    each, within 40%). Moved to their nearest row, the same points favour a few rows that lie
+    near many of them (one row took 764, another 57)."""
+    space = parse_space(PLATFORM_TEXT)
+    rows = platform_rows()
+    pool = Pool(space, rows)
+    rng = np.random.default_rng(0)
+    drawn = [config_key(pool.open_row_at(u)) for u in rng.random((4800, len(space)))]
+    counts = np.array([drawn.count(config_key(r)) for r in rows])
+    assert counts.min() >= 0.6 * 200 and counts.max() <= 1.4 * 200
+    nearest = [config_key(pool.nearest_open_to(u)) for u in rng.random((4800, len(space)))]
+    hubs = np.array([nearest.count(config_key(r)) for r in rows])
+    assert hubs.max() > 2.5 * 200 and hubs.min() < 0.5 * 200
+
+
+def test_lhs_on_a_pool_draws_rows_as_the_table_holds_them() -> None:
+    """LHS's design on a pool: only open rows, none twice, and the web rows as often as the
+    table holds them (a sixth) over ten seeds."""
+    space = parse_space(PLATFORM_TEXT)
+    rows = platform_rows()
+    web = []
+    for seed in range(10):
+        tuner = make_tuner("lhs", space, "max", seed=seed, budget=12, pool=rows)
+        asked = []
+        for _ in range(12):
+            asked.append(tuner.ask())
+            tuner.tell(asked[-1], 1.0)
+        assert all(config in rows for config in asked)
+        assert len({config_key(c) for c in asked}) == 12
+        web += [c["web"] for c in asked]
+    assert abs(np.mean(web) - 4 / 24) <= 0.06

@@ -87,6 +87,24 @@ class Pool:
         distances = np.linalg.norm(self.points[rows] - point, axis=1)
         return dict(self.configs[int(rows[int(np.argmin(distances))])])
 
+    def open_row_at(self, unit: np.ndarray) -> Config:
+        """The open row a unit-cube point picks through the open rows' conditional quantiles:
+        its first coordinate picks the u-quantile of the rows' first parameter, the next picks
+        among the rows holding that value, and so on until one row is left (the empirical
+        Rosenblatt transform). A uniform point draws a uniform row; a Latin hypercube of
+        points draws rows stratified in the first parameter. Unlike a point moved to its
+        nearest row, it keeps the rows' joint structure: a one-hot group (a table's platform
+        as four binary columns) or a column that varies only with another's value is drawn as
+        the rows hold it, and no row is reached more often for lying near many points."""
+        rows = self.open_rows()
+        for j, u in enumerate(np.asarray(unit)):
+            if len(rows) == 1:
+                break
+            values = self.points[rows, j]
+            value = np.sort(values)[min(int(u * len(values)), len(values) - 1)]
+            rows = rows[values == value]
+        return dict(self.configs[int(rows[0])])
+
     def quantile_points(self, unit: np.ndarray) -> np.ndarray:
         """Unit-cube points moved through the pool's marginal quantiles: coordinate u of a
         parameter becomes the u-quantile of the rows' values of it. A design spread evenly in
