@@ -1,6 +1,6 @@
 """What the dataset benchmarks (importance, models, tuners) share: which datasets they run over
-by default, the random-forest peer of the model benchmarks, `--only`, and how a partial run is
-merged into an existing results file.
+by default, the random-forest peer of the model benchmarks, `--only`, how a partial run is
+merged into an existing results file, and worker processes that end with the bench.
 
 Datasets are specs ``PATH[@WORKLOAD]`` (`stortune.sources.load_spec`), named in results by
 `stortune.sources.spec_name` (``localfs@fileserver``). The project's own measured dataset,
@@ -18,7 +18,9 @@ A helper module, not a benchmark: running it does nothing.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -96,3 +98,9 @@ def merge_entries(
     fresh = {name(e): e for e in new}
     merged = [fresh.pop(name(e), e) for e in old]
     return merged + list(fresh.values())
+
+
+def die_with_parent() -> None:
+    """A worker's initializer: the kernel ends the worker when the bench's main process dies
+    (PR_SET_PDEATHSIG), so a killed bench leaves no job running that nobody will record."""
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)

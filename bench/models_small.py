@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from benchdata import (  # noqa: E402
     add_only_option,
+    die_with_parent,
     only_patterns,
     own_specs,
     random_forest,
@@ -224,7 +225,7 @@ def main() -> int:
     jobs.sort(key=lambda job: (job[2] != "auto", job[2] != "network", -job[1]))
     console.print(f"{len(jobs)} cells to run, {len(done)} finished before")
     started = time.monotonic()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    with ProcessPoolExecutor(max_workers=args.jobs, initializer=die_with_parent) as pool:
         futures = {
             pool.submit(run_cell, *job, args.repeats, args.budget, args.max_test): job
             for job in jobs

@@ -47,14 +47,12 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
-import ctypes
 import functools
 import itertools
 import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -62,7 +60,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from benchdata import add_only_option, only_patterns, own_specs, select
+from benchdata import add_only_option, die_with_parent, only_patterns, own_specs, select
 from tuners_table import (
     BUDGET,
     RECOMMEND_AT,
@@ -162,12 +160,6 @@ class Sitting:
 
     def note(self, text: str) -> None:
         pass
-
-
-def die_with_parent() -> None:
-    """A worker's initializer: the kernel ends the worker when the bench's main process dies
-    (PR_SET_PDEATHSIG), so a killed bench leaves no campaign running that nobody will record."""
-    ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 
 
 def campaign(job: tuple[str, str, int, float]) -> dict:

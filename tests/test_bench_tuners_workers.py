@@ -17,8 +17,8 @@ KILLED_BENCH = f"""\
 import os, signal, sys, time
 sys.path.insert(0, {str(BENCH)!r})
 from concurrent.futures import ProcessPoolExecutor
-import tuners
-pool = ProcessPoolExecutor(1, initializer=tuners.die_with_parent)
+import benchdata
+pool = ProcessPoolExecutor(1, initializer=benchdata.die_with_parent)
 print(pool.submit(os.getpid).result(), flush=True)
 pool.submit(time.sleep, 120)
 time.sleep(0.5)
