@@ -305,13 +305,14 @@ def test_a_uniform_point_draws_a_uniform_row_through_the_conditional_quantiles()
     assert hubs.max() > 2.5 * 200 and hubs.min() < 0.5 * 200
 
 
-def test_lhs_on_a_pool_draws_rows_as_the_table_holds_them() -> None:
-    """LHS's design on a pool: only open rows, none twice, and the web rows as often as the
-    table holds them (a sixth) over ten seeds."""
+def test_lhs_on_a_pool_draws_every_row_about_as_often() -> None:
+    """LHS's 12-row designs on the 24-row table over 40 seeds: only open rows, none twice, and
+    every row in 12-28 of the designs (20 is even; 16-26 measured). Its points moved to the
+    nearest open row instead put one row in 35 designs and another in 3."""
     space = parse_space(PLATFORM_TEXT)
     rows = platform_rows()
-    web = []
-    for seed in range(10):
+    designs = {config_key(r): 0 for r in rows}
+    for seed in range(40):
         tuner = make_tuner("lhs", space, "max", seed=seed, budget=12, pool=rows)
         asked = []
         for _ in range(12):
@@ -319,5 +320,6 @@ def test_lhs_on_a_pool_draws_rows_as_the_table_holds_them() -> None:
             tuner.tell(asked[-1], 1.0)
         assert all(config in rows for config in asked)
         assert len({config_key(c) for c in asked}) == 12
-        web += [c["web"] for c in asked]
-    assert abs(np.mean(web) - 4 / 24) <= 0.06
+        for config in asked:
+            designs[config_key(config)] += 1
+    assert min(designs.values()) >= 12 and max(designs.values()) <= 28
