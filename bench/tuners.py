@@ -5,12 +5,12 @@ SMAC3 and HEBO from their own virtualenv, bench/peer_tuners.py) runs `--seeds` s
 100-evaluation campaigns per dataset against a `table` target, in two protocols:
 
 * Noise-free: the target answers a config with its mean over the dataset's repetitions. A table
-  that is not a full grid is served in pool mode: tuners choose among its rows (FLASH, bo, DDPG
-  and random search the pool themselves, the others' proposals move to the nearest unmeasured row),
-  so every evaluation is a measured config and nothing is served by a neighbour. From each
-  campaign's best-so-far curve: the best as a fraction of the optimum after 10/20/30/100
-  evaluations (for a minimised metric, optimum / best), evaluations to within 5% and 1% of the
-  optimum, and whether it found the optimum itself.
+  that is not a full grid is served in pool mode: tuners choose among its rows (FLASH, bo, DDPG,
+  random search and LHS search the pool themselves, the others' proposals move to the nearest
+  unmeasured row), so every evaluation is a measured config and nothing is served by a
+  neighbour. From each campaign's best-so-far curve: the best as a fraction of the optimum
+  after 10/20/30/100 evaluations (for a minimised metric, optimum / best), evaluations to
+  within 5% and 1% of the optimum, and whether it found the optimum itself.
 * Noisy replay: every evaluation is multiplied by seeded log-normal noise of relative SD
   `--noise` (7%, the repeat noise of the project's own dataset). After 30 and 100 evaluations
   the tuner's recommendation (`Tuner.recommend`: its best mean; bo's best lower bound over

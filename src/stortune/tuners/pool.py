@@ -3,9 +3,9 @@
 On a table that is not a full grid, a tuner free to propose any config of the inferred space
 mostly proposes configs nobody measured. FLASH's and PromiseTune's protocol instead lets tuners
 choose among the table's rows. Tuners that can search a finite set themselves take the pool
-(`Tuner.takes_pool`: FLASH, bo, DDPG, random); any other is wrapped in `PoolProjection`, which
-answers each proposal with the nearest unmeasured row in the unit-cube encoding and tells the
-tuner that row, the config really measured, never the proposal it stands in for.
+(`Tuner.takes_pool`: FLASH, bo, DDPG, random, LHS); any other is wrapped in `PoolProjection`,
+which answers each proposal with the nearest unmeasured row in the unit-cube encoding and tells
+the tuner that row, the config really measured, never the proposal it stands in for.
 """
 
 from __future__ import annotations
