@@ -120,7 +120,8 @@ def test_only_folders_whose_owner_is_certainly_gone_are_removed(temp_root: Path)
     other_ns = renamed(make_scratch_folder(ScratchKind.COMMAND), ns=1)
     older = temp_root / "stortune-cmd-ab12cd34"  # an older release's: no owner to tell by
     older.mkdir()
-    link = temp_root / f"{reused.name[:-1]}x"
+    last = "y" if reused.name.endswith("x") else "x"  # not the reused folder's own name
+    link = temp_root / f"{reused.name[:-1]}{last}"
     link.symlink_to(older)  # named like a stale folder, but no folder of its own
     assert remove_stale(temp_root) == [reused]
     assert own.is_dir() and other_ns.is_dir() and older.is_dir() and link.is_symlink()
