@@ -228,7 +228,7 @@ def improvements(curve: list[float]) -> list[list[float]]:
     the runs file stays small enough to keep in the repository."""
     out: list[list[float]] = []
     for i, value in enumerate(curve):
-        if not out or value > out[-1][1]:
+        if not out or round(value, 9) > out[-1][1]:  # rounded as stored: a tie is no rise
             out.append([i + 1, round(value, 9)])
     return out
 
