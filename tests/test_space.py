@@ -85,6 +85,15 @@ def test_unit_cube_round_trip(toy_space: Space) -> None:
             assert again[name] == pytest.approx(value), name
 
 
+def test_encoding_many_configs_at_once_equals_encoding_each(toy_space: Space) -> None:
+    rng = np.random.default_rng(2)
+    configs = [toy_space.decode(rng.random(len(toy_space))) for _ in range(300)]
+    configs.append({})  # every parameter at its default
+    expected = np.array([toy_space.encode(c) for c in configs])
+    assert np.array_equal(toy_space.encode_many(configs), expected)
+    assert toy_space.encode_many([]).shape == (0, len(toy_space))
+
+
 def test_every_discrete_value_round_trips(toy_space: Space) -> None:
     for p in toy_space.parameters:
         values = p.values if p.values else range(int(p.low), int(p.high) + 1)

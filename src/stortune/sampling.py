@@ -77,7 +77,7 @@ def sample(
             )
         fresh = (c for c in space.grid(levels) if config_key(c) not in exclude)
         configs = list(itertools.islice(fresh, n or None))
-        points = np.array([space.encode(c) for c in configs]).reshape(len(configs), len(space))
+        points = space.encode_many(configs)
         return Design(configs, points, "factorial")
     raise StortuneError(f"unknown sampling method {method!r} (choose from {', '.join(METHODS)})")
 

@@ -31,7 +31,7 @@ class Pool:
         self.space = space
         self.keys = list(unique)
         self.configs: list[Config] = list(unique.values())
-        self.points = np.array([space.encode(c) for c in self.configs])
+        self.points = space.encode_many(self.configs)
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._open = np.ones(len(self.keys), dtype=bool)
         self._tree: cKDTree | None = None  # built on the first nearest-rows query
