@@ -97,12 +97,18 @@ class CephClient:
             raise TargetError(f"mon commands failed: {syscmd.last_line(proc.stderr)}")
         return [(int(s), out, msg) for s, out, msg in json.loads(proc.stdout)]
 
-    def config_set(self, settings: Mapping[str, str], who: str = "global") -> None:
+    def config_set(
+        self, settings: Mapping[str, str], who: str = "global", force: bool = False
+    ) -> None:
         """``ceph config set WHO NAME VALUE`` for each setting (the monitor checks every value
-        against the option's type and bounds); raises naming the first refused one."""
+        against the option's type and bounds); raises naming the first refused one. `force`
+        sets a name the monitor does not know yet: a mgr module's options are known only once
+        the mgr has reported its modules, which a loaded machine delays."""
         commands = [
             {"prefix": "config set", "who": who, "name": n, "value": v} for n, v in settings.items()
         ]
+        for command in commands if force else []:
+            command["force"] = True
         self._all_ok(commands, "config set")
 
     def config_rm(self, names: Sequence[str], who: str = "global") -> None:

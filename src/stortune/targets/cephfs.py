@@ -212,6 +212,7 @@ class CephFSTarget(CephTarget):
                 "mgr/prometheus/scrape_interval": "1",
             },
             who="mgr",
+            force=True,  # the mgr may not have reported the module's options yet
         )
         self.client.ceph("mgr", "module", "enable", "prometheus", "--force")
         textfiles = self._cluster.root / "exporter"  # names the cluster's directory (its pid)
