@@ -185,9 +185,9 @@ def test_the_default_tuner_reaches_the_stated_quality_at_30_of_100_evaluations(
     """bench/tuners.py's protocol on the shipped table: the table's 216 rows as the pool, a
     100-evaluation campaign looked at after 30, ten seeds. The median best is at least 0.96 of
     the optimum (fileserver's fourth-best config is 0.9632; random search's 20-seed median at 30
-    is 0.945). The GP's numerics differ between CPUs, so one machine's seeds are not another's:
-    the first five seeds' median was 1.0 on the machine that ran the bench and 0.9632 on
-    another; bench/results/tuners.json has the 20-seed medians beside the peers'."""
+    is 0.945). A GP fit's floating-point results differ between machines, so seeds do not
+    carry over: the first five seeds' median was 1.0 on the machine that ran the bench and
+    0.9632 on another; bench/results/tuners.json has the 20-seed medians beside the peers'."""
     from stortune.tuners import DEFAULT_TUNER
 
     data = objective_table(request.getfixturevalue(workload))
