@@ -129,3 +129,82 @@ parameters:
     assert table.skipped_rows == 0
     table.apply({"fs": "xfs"})
     assert table.run().metrics["mbs"] in (7.0, 8.0)
+
+
+def _one_hot_table(tmp_path: Path) -> Path:
+    """Three methods (one set per row), two table types (likewise), a compression flag that
+    is off on some rows and an encryption pair that is all clear on unencrypted rows."""
+    path = tmp_path / "groups.csv"
+    pd.DataFrame(
+        {
+            "gzip": [1, 0, 0, 1, 0, 0],
+            "compressed": [1, 0, 1, 0, 1, 0],
+            "lz4": [0, 1, 0, 0, 1, 0],
+            "aes": [0, 0, 1, 0, 0, 0],
+            "zstd": [0, 0, 1, 0, 0, 1],
+            "blowfish": [0, 1, 0, 0, 0, 0],
+            "memory": [1, 1, 1, 0, 0, 0],
+            "cached": [0, 0, 0, 1, 1, 1],
+            "threads": [1, 2, 4, 8, 1, 2],
+            "y+": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_one_hot_groups_fold_into_categoricals(tmp_path: Path) -> None:
+    """A group of 0/1 columns with exactly one set in each row is one choice of the system:
+    inferred as binaries, most points a tuner proposes (none set, two set) are no row."""
+    from stortune.space import fold_one_hot
+
+    data = load_dataset(_one_hot_table(tmp_path))
+    folded = fold_one_hot(data)
+    assert folded.params == [
+        "gzip_or_lz4_or_zstd", "compressed", "aes", "blowfish", "memory_or_cached", "threads"
+    ]  # fmt: skip
+    assert folded.frame["gzip_or_lz4_or_zstd"].tolist() == [
+        "gzip", "lz4", "zstd", "gzip", "lz4", "zstd"
+    ]  # fmt: skip
+    assert folded.frame["memory_or_cached"].tolist() == ["memory"] * 3 + ["cached"] * 3
+    assert folded.y().tolist() == data.y().tolist() and folded.directions == data.directions
+    space = space_from_dataset(folded)
+    method = space["gzip_or_lz4_or_zstd"]
+    assert method.kind is Kind.CATEGORICAL and set(method.values) == {"gzip", "lz4", "zstd"}
+    assert space["aes"].kind is Kind.ORDINAL  # all clear on two rows: no group
+    assert fold_one_hot(folded) is folded  # nothing left to fold
+
+
+def test_table_target_folds_an_inferred_space_and_keeps_a_given_one(tmp_path: Path) -> None:
+    """Without a space the table is replayed through its folded columns; with a space of its
+    own (a space file, a campaign's parameters) it keeps the columns as they are."""
+    from stortune.targets.table import TableTarget
+
+    path = _one_hot_table(tmp_path)
+    inferred = TableTarget(dataset=str(path))
+    assert "gzip_or_lz4_or_zstd" in inferred.space and "gzip" not in inferred.space
+    assert len(inferred.configs()) == 6
+    third = {"gzip_or_lz4_or_zstd": "zstd", "compressed": 1, "aes": 1, "blowfish": 0}
+    third |= {"memory_or_cached": "memory", "threads": 4}
+    inferred.apply(third)
+    assert inferred.measure().metrics == {"y": 3.0}
+    kept = TableTarget(space_from_dataset(load_dataset(path)), dataset=str(path))
+    assert "gzip" in kept.space and "gzip_or_lz4_or_zstd" not in kept.space
+    assert len(kept.configs()) == 6
+
+
+def test_import_without_a_space_folds_one_hot_groups(tmp_path: Path) -> None:
+    """`stortune import` infers the space as the table target does: a campaign of the folded
+    parameters, which ranking and models then see as one choice each."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from stortune.cli import app
+
+    db = str(tmp_path / "s.db")
+    args = ["import", str(_one_hot_table(tmp_path)), "--name", "g", "--store", db, "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    imported = json.loads(result.output)
+    assert imported["runs"] == 6 and "memory_or_cached" in imported["parameters"]
+    assert "memory" not in imported["parameters"]

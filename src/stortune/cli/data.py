@@ -21,7 +21,7 @@ from stortune.datasets import load_dataset
 from stortune.errors import StoreError, StortuneError
 from stortune.outputs import writing
 from stortune.sources import campaign_frame
-from stortune.space import load_space, space_from_dataset
+from stortune.space import fold_one_hot, load_space, space_from_dataset
 from stortune.store import Campaign, Store, Trial
 from stortune.units import number
 
@@ -280,7 +280,10 @@ def _register_tables(app: typer.Typer) -> None:
             [], "--metric", "-m", help="Metric column(s); default: recognised by convention."
         ),
         space: str = typer.Option(
-            None, "--space", "-s", help="Space of the table (default: inferred from columns)."
+            None,
+            "--space",
+            "-s",
+            help="Space of the table (default: inferred from the columns, one-hot groups folded).",
         ),
         store: str = StoreOption,
         json_out: bool = JsonOption,
@@ -290,6 +293,8 @@ def _register_tables(app: typer.Typer) -> None:
         Example: stortune import ../shared/datasets/moot-promisetune/redis.csv --name redis
         """
         dataset = load_dataset(path, metric or None)
+        if not space:  # inferred: the table's one-hot groups become categoricals
+            dataset = fold_one_hot(dataset)
         s = load_space(space) if space else space_from_dataset(dataset)
         campaign = name or path.stem
         with Store(store) as db:

@@ -7,11 +7,12 @@ from stortune.space.space import Config, Constraint, Space
 
 
 def __getattr__(name: str) -> object:
-    """`space_from_dataset` needs pandas: imported on first use, not with every command."""
-    if name == "space_from_dataset":
-        from stortune.space.infer import space_from_dataset
+    """`space_from_dataset` and `fold_one_hot` need pandas: imported on first use, not with
+    every command."""
+    if name in ("space_from_dataset", "fold_one_hot"):
+        from stortune.space import infer
 
-        return space_from_dataset
+        return getattr(infer, name)
     raise AttributeError(f"module 'stortune.space' has no attribute {name!r}")
 
 
@@ -27,6 +28,7 @@ __all__ = [
     "Space",
     "bundled_spaces",
     "compile_expression",
+    "fold_one_hot",
     "load_space",
     "parse_space",
     "space_from_dataset",

@@ -4,11 +4,14 @@ Rules: a numeric column with at most `max_levels` distinct values becomes an ord
 values; a numeric column with more becomes an int (all whole numbers) or float range over the
 observed minimum and maximum; anything else becomes a categorical. The default is the value
 closest to the median (numeric) or the most frequent value (categorical), since datasets rarely
-record the system's own default.
+record the system's own default. Where stortune infers a space from a table it first folds
+the table's one-hot groups (several 0/1 columns, one set in each row) into one categorical each
+(`fold_one_hot`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from stortune.datasets import Dataset
@@ -50,3 +53,101 @@ def _infer(name: str, column: pd.Series, max_levels: int) -> Parameter:
         return Parameter(name, kind, default=default, low=low, high=high)
     values = ensure_values(str(v) for v in distinct)
     return Parameter(name, Kind.CATEGORICAL, default=str(column.mode().iloc[0]), values=values)
+
+
+# A one-hot group is searched for over distinct rows; past this many steps the search gives up
+# and the columns stay as they are (tables of a few dozen binary columns end far sooner).
+MAX_GROUP_STEPS = 10_000
+FOLDED_SEPARATOR = "_or_"
+
+
+def fold_one_hot(dataset: Dataset) -> Dataset:
+    """The dataset with each one-hot group of 0/1 columns (two or more, exactly one set in every
+    row: 7z's compression methods, HSQLDB's transaction control) folded into one categorical
+    column whose levels are the members' names. Inferred as separate binaries, such a group
+    offers a tuner mostly points no row holds (none set, several set); folded, the space holds
+    only the choices the system has. Meant where a space is inferred from a table: a table read
+    with a space of its own keeps its columns. The folded column is named after its members
+    (``memory_tables_or_cached_tables``) and takes the first member's place."""
+    frame = dataset.frame
+    groups = one_hot_groups(frame, dataset.params)
+    if not groups:
+        return dataset
+    first = {group[0]: group for group in groups}
+    folded = {name for group in groups for name in group}
+    columns: dict[str, pd.Series] = {}
+    params: list[str] = []
+    for name in frame.columns:
+        if name in first:
+            group = first[name]
+            label = FOLDED_SEPARATOR.join(group)
+            members = frame[group].to_numpy(dtype=float).argmax(axis=1)
+            columns[label] = pd.Series(np.array(group, dtype=object)[members], index=frame.index)
+        elif name not in folded:
+            columns[name] = frame[name]
+    for name in dataset.params:
+        if name in first:
+            params.append(FOLDED_SEPARATOR.join(first[name]))
+        elif name not in folded:
+            params.append(name)
+    return Dataset(
+        pd.DataFrame(columns, index=frame.index),
+        params,
+        list(dataset.metrics),
+        dict(dataset.directions),
+        dataset.source,
+    )
+
+
+def one_hot_groups(frame: pd.DataFrame, params: list[str]) -> list[list[str]]:
+    """The one-hot groups among the parameter columns, each in column order: sets of two or
+    more 0/1 columns (no gaps, not constant) of which every row has exactly one set. A column
+    belongs to one group at most; the search (an exact cover over the distinct rows) takes the
+    first group it finds for each column, in column order."""
+    binary = [name for name in params if _binary(frame[name])]
+    if len(binary) < 2:
+        return []
+    rows = np.unique(frame[binary].to_numpy(dtype=bool), axis=0)
+    taken: set[int] = set()
+    groups: list[list[str]] = []
+    for start in range(len(binary)):
+        if start in taken:
+            continue
+        budget = [MAX_GROUP_STEPS]
+        group = _cover(rows, [start], rows[:, start].copy(), taken, budget)
+        if group is not None:
+            taken.update(group)
+            groups.append([binary[i] for i in sorted(group)])
+    names = set(frame.columns)
+    return [g for g in groups if FOLDED_SEPARATOR.join(g) not in names]
+
+
+def _binary(column: pd.Series) -> bool:
+    if column.isna().any():
+        return False
+    if pd.api.types.is_bool_dtype(column):
+        return column.nunique() == 2
+    if not pd.api.types.is_numeric_dtype(column):
+        return False
+    return set(column.unique().tolist()) == {0, 1}
+
+
+def _cover(
+    rows: np.ndarray, group: list[int], covered: np.ndarray, taken: set[int], budget: list[int]
+) -> list[int] | None:
+    """`group` grown, by columns set where no member is, until every row has exactly one
+    member set; None when no such growth exists (or the step budget ran out)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    open_rows = np.flatnonzero(~covered)
+    if open_rows.size == 0:
+        return group if len(group) >= 2 else None
+    row = rows[open_rows[0]]
+    for column in np.flatnonzero(row):
+        if column in taken or (rows[:, column] & covered).any():
+            continue
+        found = _cover(rows, [*group, int(column)], covered | rows[:, column], taken, budget)
+        if found is not None:
+            return found
+    return None

@@ -39,7 +39,7 @@ from stortune.datasets import RUN_PREFIX, Dataset, config_value, load_dataset
 from stortune.enums import Direction, RunStatus
 from stortune.errors import ConfigError, TargetError
 from stortune.sampling import config_key
-from stortune.space import Config, Space, space_from_dataset
+from stortune.space import Config, Space, fold_one_hot, space_from_dataset
 from stortune.targets.base import Target, TargetSettings, setting
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 
@@ -112,9 +112,10 @@ class TableTarget(Target):
             data = load_dataset(self.settings.dataset, self.settings.metrics)
         else:
             self.settings = replace(self.settings, dataset=str(Path(data.source).resolve()))
-        self.dataset = data
-        if self.space is None:
+        if self.space is None:  # inferred: the table's one-hot groups become categoricals
+            data = fold_one_hot(data)
             self.space = space_from_dataset(data)
+        self.dataset = data
         self.nearest = self.settings.nearest
         index = _cached_index(data, self.space, from_file=not given)
         self._rows = index.rows  # (config key, workload) -> the dataset's rows
