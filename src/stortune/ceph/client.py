@@ -104,11 +104,11 @@ class CephClient:
         against the option's type and bounds); raises naming the first refused one. `force`
         sets a name the monitor does not know yet: a mgr module's options are known only once
         the mgr has reported its modules, which a loaded machine delays."""
+        forced = {"force": True} if force else {}
         commands = [
-            {"prefix": "config set", "who": who, "name": n, "value": v} for n, v in settings.items()
+            {"prefix": "config set", "who": who, "name": n, "value": v, **forced}
+            for n, v in settings.items()
         ]
-        for command in commands if force else []:
-            command["force"] = True
         self._all_ok(commands, "config set")
 
     def config_rm(self, names: Sequence[str], who: str = "global") -> None:

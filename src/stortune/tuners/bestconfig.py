@@ -96,7 +96,7 @@ class BestConfigTuner(Tuner):
         """Per free dimension: the nearest values below and above the best's among the last
         round's points (BestConfig's scaleDownDetour; the whole range on a side with none)."""
         low, high = self._whole()
-        points = np.array([self.space.encode(c) for c in [*self._round, best]])
+        points = self.space.encode_many([*self._round, best])
         centre = self.space.encode(best)
         for i in self.free:
             column = points[:, i]
