@@ -175,8 +175,8 @@ def test_one_hot_groups_fold_into_categoricals(tmp_path: Path) -> None:
 
 
 def test_table_target_folds_an_inferred_space_and_keeps_a_given_one(tmp_path: Path) -> None:
-    """Without a space the table is replayed through its folded columns; with a space of its
-    own (a space file, a campaign's parameters) it keeps the columns as they are."""
+    """Without a space the table is replayed through its folded columns, and so with the space
+    inferred then (a resumed campaign's); a space naming the columns keeps them as they are."""
     from stortune.targets.table import TableTarget
 
     path = _one_hot_table(tmp_path)
@@ -187,6 +187,9 @@ def test_table_target_folds_an_inferred_space_and_keeps_a_given_one(tmp_path: Pa
     third |= {"memory_or_cached": "memory", "threads": 4}
     inferred.apply(third)
     assert inferred.measure().metrics == {"y": 3.0}
+    again = TableTarget(inferred.space, dataset=str(path))  # a stored campaign's, resumed
+    again.apply(third)
+    assert again.measure().metrics == {"y": 3.0} and len(again.configs()) == 6
     kept = TableTarget(space_from_dataset(load_dataset(path)), dataset=str(path))
     assert "gzip" in kept.space and "gzip_or_lz4_or_zstd" not in kept.space
     assert len(kept.configs()) == 6

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from stortune.datasets import Dataset
+from stortune.space.loader import MAX_NAME, check_name
 from stortune.space.parameter import Kind, Parameter, ensure_values
 from stortune.space.space import Space
 
@@ -22,8 +23,6 @@ from stortune.space.space import Space
 def space_from_dataset(dataset: Dataset, max_levels: int = 16) -> Space:
     """The space of a dataset's parameter columns; a column whose name is no parameter name
     (a space, a quote) is refused here, in one line, not when a stored campaign is read back."""
-    from stortune.space.loader import check_name
-
     for name in dataset.params:
         check_name(name, dataset.source or "dataset")
     parameters = [_infer(name, dataset.frame[name], max_levels) for name in dataset.params]
@@ -103,7 +102,8 @@ def one_hot_groups(frame: pd.DataFrame, params: list[str]) -> list[list[str]]:
     """The one-hot groups among the parameter columns, each in column order: sets of two or
     more 0/1 columns (no gaps, not constant) of which every row has exactly one set. A column
     belongs to one group at most; the search (an exact cover over the distinct rows) takes the
-    first group it finds for each column, in column order."""
+    first group it finds for each column, in column order. A group whose folded name would be
+    too long for a parameter stays as it is."""
     binary = [name for name in params if _binary(frame[name])]
     if len(binary) < 2:
         return []
@@ -119,7 +119,11 @@ def one_hot_groups(frame: pd.DataFrame, params: list[str]) -> list[list[str]]:
             taken.update(group)
             groups.append([binary[i] for i in sorted(group)])
     names = set(frame.columns)
-    return [g for g in groups if FOLDED_SEPARATOR.join(g) not in names]
+    return [
+        group
+        for group in groups
+        if (label := FOLDED_SEPARATOR.join(group)) not in names and len(label) <= MAX_NAME
+    ]
 
 
 def _binary(column: pd.Series) -> bool:

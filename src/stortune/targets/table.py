@@ -115,6 +115,8 @@ class TableTarget(Target):
         if self.space is None:  # inferred: the table's one-hot groups become categoricals
             data = fold_one_hot(data)
             self.space = space_from_dataset(data)
+        else:
+            data = _as_space_sees_it(data, self.space)
         self.dataset = data
         self.nearest = self.settings.nearest
         index = _cached_index(data, self.space, from_file=not given)
@@ -331,6 +333,16 @@ def _build_index(data: Dataset, space: Space) -> _Index:
         raise TargetError(f"{data.source}: no row is a valid config of the space")
     names = sorted({w for _, w in index.rows} - {NO_WORKLOAD, ANY_WORKLOAD})
     return replace(index, skipped=skipped, workloads=names)
+
+
+def _as_space_sees_it(data: Dataset, space: Space) -> Dataset:
+    """The table folded when the space names its folded one-hot groups and not their columns
+    (a space inferred from it before: a stored campaign's, resumed), else as it is."""
+    names = [p.name for p in space.parameters]
+    if all(name in data.frame.columns for name in names):
+        return data
+    folded = fold_one_hot(data)
+    return folded if all(name in folded.frame.columns for name in names) else data
 
 
 def _stable(text: str) -> int:
