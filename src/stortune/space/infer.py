@@ -65,8 +65,9 @@ def fold_one_hot(dataset: Dataset) -> Dataset:
     row: 7z's compression methods, HSQLDB's transaction control) folded into one categorical
     column whose levels are the members' names. Inferred as separate binaries, such a group
     offers a tuner mostly points no row holds (none set, several set); folded, the space holds
-    only the choices the system has. Meant where a space is inferred from a table: a table read
-    with a space of its own keeps its columns. The folded column is named after its members
+    only the choices the system has. Meant where a space is inferred from a table (and where a
+    space inferred so is given back, a resumed campaign's): a table read with a space naming
+    its columns keeps them. The folded column is named after its members
     (``memory_tables_or_cached_tables``) and takes the first member's place."""
     frame = dataset.frame
     groups = one_hot_groups(frame, dataset.params)
@@ -100,7 +101,7 @@ def fold_one_hot(dataset: Dataset) -> Dataset:
 
 def one_hot_groups(frame: pd.DataFrame, params: list[str]) -> list[list[str]]:
     """The one-hot groups among the parameter columns, each in column order: sets of two or
-    more 0/1 columns (no gaps, not constant) of which every row has exactly one set. A column
+    more 0/1 columns (no empty cell, not constant) of which every row has exactly one set. A column
     belongs to one group at most; the search (an exact cover over the distinct rows) takes the
     first group it finds for each column, in column order. A group whose folded name would be
     too long for a parameter stays as it is."""
