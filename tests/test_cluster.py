@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import STORTUNE
+from typer.testing import CliRunner
 
+from stortune.cli import app
 from stortune.cluster.local import LocalCluster, start_local
 
 pytestmark = pytest.mark.slow
@@ -156,6 +158,33 @@ def test_a_node_killed_mid_run_loses_and_repeats_nothing(bowl, cluster):
                                    "t.id = r.trial_id where t.seq between 0 and 2"):  # fmt: skip
             ended[seq] = max(ended.get(seq, 0.0), end)
     assert made[3] < min(ended.values())
+
+
+def test_a_scheduler_that_misses_requests_loses_no_visit(bowl, cluster, monkeypatch):
+    """A scheduler busy (removing a dead worker, a loaded host) can fail to answer who is
+    connected: the visits measuring meanwhile are not lost for that."""
+    from distributed import Client
+
+    answer = Client.scheduler_info
+    asked = Counter()
+
+    def every_other_fails(self, *args, **kwargs):
+        asked["calls"] += 1
+        if asked["calls"] > 2 and asked["calls"] % 2:
+            raise OSError("the scheduler did not answer in time")
+        return answer(self, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "scheduler_info", every_other_fails)
+    argv, store = tune(bowl, cluster, "deaf", "--budget", "9", "--no-intensify",
+                       "--repetitions", "1")  # fmt: skip
+    done = CliRunner().invoke(app, argv[len(STORTUNE) :])
+    assert done.exit_code == 0, done.output[-2000:]
+    assert asked["calls"] > 10  # it was asked, and missed, many times mid-run
+    trials, runs = stored(store, "deaf")
+    evaluated = {s: t for s, t in trials.items() if s >= 0}
+    assert sorted(evaluated) == list(range(9))
+    assert not [t for t in evaluated.values() if t["info"].get("lost_on")]
+    assert all(status == "ok" for *_, status, _node in runs)
 
 
 def _trials_done(store: Path, name: str) -> int:

@@ -34,15 +34,16 @@ class Cluster:
                 "(`stortune cluster local`, or `dask scheduler` on the coordinator's host)"
             ) from None
 
-    def nodes(self) -> dict[str, str]:
-        """Connected nodes: name -> worker address; none while the scheduler is out of reach
-        (the client reconnects by itself when it comes back)."""
+    def nodes(self) -> dict[str, str] | None:
+        """Connected nodes: name -> worker address; None while the scheduler does not answer
+        (the client reconnects by itself when it comes back). Not knowing is not "no nodes": a
+        scheduler busy removing a dead worker can miss one request while the others measure."""
         if self.client.status != "running":
-            return {}
+            return None
         try:
             workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         except (OSError, TimeoutError, CancelledError):
-            return {}
+            return None
         return {
             str(info.get("name")): address
             for address, info in workers.items()

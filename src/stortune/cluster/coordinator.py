@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from stortune.cluster.client import Cluster
@@ -89,7 +89,7 @@ class ClusterRunner:
             {
                 **environment.fingerprint(),
                 "scheduler": self.cluster.scheduler,
-                "nodes": sorted(self.cluster.nodes()),
+                "nodes": sorted(self.cluster.nodes() or {}),
             },
         )
         store.set_status(campaign.id, CampaignStatus.RUNNING)
@@ -133,7 +133,7 @@ class ClusterRunner:
         try:
             while True:
                 self._confirm()
-                nodes = {n: a for n, a in self.cluster.nodes().items() if n not in self.left_out}
+                nodes = self._nodes(running)
                 for name, (job, address, future) in list(running.items()):
                     if nodes.get(name) != address:
                         del running[name]
@@ -182,6 +182,15 @@ class ClusterRunner:
         finally:
             for _job, _address, future in running.values():
                 future.cancel()
+
+    def _nodes(self, running: Mapping[str, tuple[Job, str, Any]]) -> dict[str, str]:
+        """The nodes to measure on: those connected and not left out. When the scheduler does
+        not answer, the nodes measuring now are taken to be there still (a visit is lost only
+        when its node is known to have left, or its future fails) and no other is used."""
+        known = self.cluster.nodes()
+        if known is None:
+            known = {name: address for name, (_job, address, _future) in running.items()}
+        return {n: a for n, a in known.items() if n not in self.left_out}
 
     def _out_of_time(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline

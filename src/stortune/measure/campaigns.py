@@ -187,7 +187,7 @@ def open_campaign(
             from stortune.measure.parallel import ParallelTunePlan
 
             if PARALLEL not in settings:
-                settings[PARALLEL] = max(1, len(cluster.nodes())) + 1  # one proposal ahead
+                settings[PARALLEL] = max(1, len(cluster.nodes() or {})) + 1  # one proposal ahead
                 changed = settings
             plan = ParallelTunePlan(
                 log, workloads, space, tuner, tune, target.state_after, int(settings[PARALLEL])
