@@ -45,7 +45,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from botorch.exceptions import ModelFittingError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms import Standardize
+from botorch.models.utils.gpytorch_modules import SQRT2, SQRT3
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import RBFKernel
@@ -274,19 +275,20 @@ class BOTuner(Tuner):
     # ---- a model-based proposal -----------------------------------------------------------
     def _propose(self) -> Config:
         space = self.search_space
-        free = free_indices(space)
         with self._fitted() as (model, inputs, encoded, y):
+            x = inputs(encoded)
             acquisition = qLogNoisyExpectedImprovement(
                 model,
-                X_baseline=inputs(encoded),
+                X_baseline=x,
                 sampler=SobolQMCNormalSampler(torch.Size([MC_SAMPLES])),
                 prune_baseline=True,
                 cache_root=True,
             )
-            config, point = self._maximise(_Scorer(acquisition, inputs), space, free, encoded, y)
+            score = _Scorer(acquisition, inputs)
+            config, point = self._maximise(score, space, inputs.free, encoded, y)
             with torch.no_grad():
                 mean = model.posterior(inputs(point[None, :])).mean.item()
-                incumbent = model.posterior(inputs(encoded)).mean.max().item()
+                incumbent = model.posterior(x).mean.max().item()
         if mean >= incumbent:  # the model expects the edge to be good: look beyond it
             self.bounds.widen_near(config)
         return config
@@ -316,35 +318,35 @@ class BOTuner(Tuner):
 
     def _maximise(
         self,
-        acquisition: _Scorer,
+        score: Callable[[np.ndarray], np.ndarray],
         space: Space,
         free: list[int],
         encoded: np.ndarray,
         y: np.ndarray,
     ) -> tuple[Config, np.ndarray]:
         """The best unseen valid candidate: uniform draws and neighbours of the best observed
-        points, then neighbours of the best candidates."""
+        points, then neighbours of the best candidates; `score` rates unit-cube points."""
         rng = self._rng()
         redrawn = np.array(  # a Gaussian step seldom changes a value of so few levels
             [p.kind is Kind.CATEGORICAL or p.cardinality <= FEW_LEVELS for p in space.parameters]
         )
         starts = encoded[np.argsort(-y)[:TOP_OBSERVED]]
         if self.pool is not None:
-            return self._maximise_over_pool(acquisition, free, redrawn, starts, rng)
+            return self._maximise_over_pool(score, free, redrawn, starts, rng)
         raw = [rng.random((RANDOM_CANDIDATES, len(space)))]
         raw += [_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts]
         configs, points = _decode(space, np.vstack(raw))
         if not configs:
             config = random_valid(space, rng, self._seen)
             return config, space.encode(config)
-        values = acquisition(points)
+        values = score(points)
         best = points[np.argsort(-values)[:REFINE]]
         raw = [_neighbours(s, NEIGHBOURS // 2, free, redrawn, rng) for s in best]
         more_configs, more_points = _decode(space, np.vstack(raw))
         if more_configs:
             configs += more_configs
             points = np.vstack([points, more_points])
-            values = np.concatenate([values, acquisition(more_points)])
+            values = np.concatenate([values, score(more_points)])
         for i in np.argsort(-values):
             if config_key(configs[i]) not in self._seen:
                 return space.validate(configs[i]), points[i]
@@ -353,7 +355,7 @@ class BOTuner(Tuner):
 
     def _maximise_over_pool(
         self,
-        acquisition: _Scorer,
+        score: Callable[[np.ndarray], np.ndarray],
         free: list[int],
         redrawn: np.ndarray,
         starts: np.ndarray,
@@ -371,7 +373,7 @@ class BOTuner(Tuner):
         candidates = np.union1d(drawn, np.concatenate([near, local]))
         candidates = candidates[self.pool.open_mask[candidates]]
         points = self.pool.points[candidates]
-        values = acquisition(points)
+        values = score(points)
         best = int(candidates[int(np.argmax(values))])
         return dict(self.pool.configs[best]), self.pool.points[best]
 
@@ -467,6 +469,11 @@ class GPInputs:
             for i in self.free
         ]
 
+    @property
+    def width(self) -> int:
+        """The number of GP input columns."""
+        return sum(k or 1 for k in self.levels)
+
     def kernel(self) -> RBFKernel:
         """BoTorch's default kernel (an RBF with a length scale per column and the prior of
         Hvarfner et al., whose typical length scale grows with the square root of the
@@ -475,9 +482,9 @@ class GPInputs:
         made the GP smoother than the data (localfs at fileserver, 40 seeds, mean best at 30
         evaluations 0.959 of the optimum; 0.966 with this prior, 0.967 with the categorical
         kernel)."""
-        prior = LogNormalPrior(loc=math.sqrt(2) + math.log(len(self.free)) / 2, scale=math.sqrt(3))
+        prior = LogNormalPrior(loc=SQRT2 + math.log(len(self.free)) / 2, scale=SQRT3)
         return RBFKernel(
-            ard_num_dims=len(self.levels) + sum(max(k - 1, 0) for k in self.levels),
+            ard_num_dims=self.width,
             lengthscale_prior=prior,
             lengthscale_constraint=GreaterThan(2.5e-2, transform=None, initial_value=prior.mode),
         )
