@@ -58,7 +58,7 @@ def summarise(runs: list[dict], datasets: list[str], tuners: list[str], missing:
                 curves = [curve_of(r) for r in sorted(clean, key=by_seed)]
                 for b in BUDGETS:
                     row[f"best_at_{b}"] = statistics.median(c[b - 1] for c in curves)
-                row[f"best_at_{BUDGET}_seeds"] = [c[BUDGET - 1] for c in curves]
+                    row[f"best_at_{b}_seeds"] = [c[b - 1] for c in curves]
                 row["evals_to_5pct"] = median_or_none(to_reach(r, 0.95) for r in clean)
                 row["evals_to_1pct"] = median_or_none(to_reach(r, 0.99) for r in clean)
                 row["exact_share"] = sum(c[-1] >= EXACT for c in curves) / len(clean)
@@ -114,6 +114,7 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
     wins, within, noisy_ok, noisy_close, notes = 0, 0, 0, 0, []
     compared = 0
     small = {at: 0 for at in SMALL}  # datasets where the default is within 1% of the best peer
+    small_close = {at: 0 for at in SMALL}  # ... or no peer is ahead beyond the seeds' spread
     for dataset in datasets:
         mine = by.get((dataset, default))
         peers = [r for (d, t), r in by.items() if d == dataset and t != default]
@@ -127,10 +128,20 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
             )
             if top is None or (mine.get(key) or 0.0) >= 0.99 * top[key]:
                 small[at] += 1
-            elif at == 30:
-                notes.append(
-                    f"{dataset}: best at 30 {mine[key]:.3f} against {top['tuner']}'s {top[key]:.3f}"
-                )
+                small_close[at] += 1
+                continue
+            beyond = [
+                r["tuner"]
+                for r in peers
+                if r.get(f"{key}_seeds")
+                and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
+            ]
+            small_close[at] += not beyond
+            notes.append(
+                f"{dataset}: best at {at} {mine[key]:.3f} against {top['tuner']}'s "
+                f"{top[key]:.3f} ("
+                + (f"{', '.join(beyond)} ahead beyond noise)" if beyond else "within noise)")
+            )
         own = rank_value(mine, "evals_to_1pct")
         best_peer = min(peers, key=lambda r: rank_value(r, "evals_to_1pct"))
         peer_best = rank_value(best_peer, "evals_to_1pct")
@@ -176,6 +187,7 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         "noisy_best_or_tied": noisy_ok,
         "noisy_best_or_within_noise": noisy_close,
         **{f"within_1pct_at_{at}": n for at, n in small.items()},
+        **{f"within_1pct_or_noise_at_{at}": n for at, n in small_close.items()},
         "ask_seconds_100obs": max(
             (r["ask_seconds_100obs"] for (_, t), r in by.items() if t == default), default=None
         ),
