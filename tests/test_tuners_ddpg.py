@@ -134,3 +134,54 @@ def test_saved_agent_continues_in_a_new_campaign(tmp_path: Path) -> None:
     other = parse_space("name: o\nparameters:\n  z: {type: int, low: 1, high: 3, default: 1}\n")
     with pytest.raises(StortuneError, match="tuned"):
         DDPGTuner(other, "max").load(path)
+
+
+SQUARE = parse_space(
+    """
+name: square
+parameters:
+  a: {type: int, low: 0, high: 100, default: 50}
+  b: {type: int, low: 0, high: 100, default: 50}
+"""
+)
+
+
+def test_every_third_proposal_after_the_design_is_a_random_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An actor that keeps improving still shares the campaign with random configs: its slow
+    learning keeps its proposals near where its initial weights put them."""
+    tuner = DDPGTuner(SQUARE, "max", seed=4, budget=60)
+    drawn: list[int] = []
+    draw = tuner._random
+    monkeypatch.setattr(tuner, "_random", lambda: drawn.append(len(tuner.history)) or draw())
+    for step in range(45):
+        tuner.tell(tuner.ask(), float(step))  # every evaluation beats the last: never stalled
+    after_design = [s for s in drawn if s >= tuner.n_init]
+    assert after_design == [s for s in range(tuner.n_init, 45) if s % ddpg.EXPLORE_EVERY == 0]
+
+
+def test_a_stalled_ddpg_sets_its_actor_aside_for_random_configs_and_moves_near_the_best(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing beats the default (the centre): after ten evaluations without a gain the actor
+    is not asked, and the proposals alternate between random configs and configs near the
+    best."""
+    tuner = DDPGTuner(SQUARE, "max", seed=4, budget=80)
+    for _ in range(12):
+        config = tuner.ask()
+        tuner.tell(config, 2.0 if config == SQUARE.default_config() else 1.0)
+    assert tuner.best is not None and tuner.best.config == SQUARE.default_config()
+
+    def no_actor(_state: np.ndarray) -> np.ndarray:
+        raise AssertionError("the actor was asked while stalled")
+
+    assert tuner._agent is not None
+    monkeypatch.setattr(tuner._agent, "act", no_actor)
+    distance: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(40):
+        config = tuner.ask()
+        distance[len(tuner.history) % 2].append(max(abs(config["a"] - 50), abs(config["b"] - 50)))
+        tuner.tell(config, 1.0)
+    near, random = np.median(distance[1]), np.median(distance[0])
+    assert near < 25 < random  # steps of a fifth of the range, against uniform draws
