@@ -94,6 +94,25 @@ def ahead_beyond_noise(theirs: Sequence[float], mine: Sequence[float], confidenc
     return differences[int((1 - confidence) / 2 * len(differences))] > 0
 
 
+def leader(peers: Sequence[dict], key: str) -> dict | None:
+    """The peer with the highest `key` (None: no peer has it)."""
+    return max((r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None)
+
+
+def ahead_of(mine: dict, peers: Sequence[dict], key: str) -> list[str]:
+    """The peers whose per-seed `key` is ahead of `mine`'s beyond the seeds' spread."""
+    return [
+        r["tuner"]
+        for r in peers
+        if r.get(f"{key}_seeds")
+        and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
+    ]
+
+
+def noise_verdict(beyond: Sequence[str]) -> str:
+    return f"{', '.join(beyond)} ahead beyond noise" if beyond else "within noise"
+
+
 def rank_value(row: dict | None, key: str) -> float:
     """Evaluations to a mark, with "not reached" and "not run" ranked last."""
     if row is None or row.get(key) is None:
@@ -123,24 +142,16 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         compared += 1
         for at in SMALL:
             key = f"best_at_{at}"
-            top = max(
-                (r for r in peers if r.get(key) is not None), key=lambda r: r[key], default=None
-            )
+            top = leader(peers, key)
             if top is None or (mine.get(key) or 0.0) >= 0.99 * top[key]:
                 small[at] += 1
                 small_close[at] += 1
                 continue
-            beyond = [
-                r["tuner"]
-                for r in peers
-                if r.get(f"{key}_seeds")
-                and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
-            ]
+            beyond = ahead_of(mine, peers, key)
             small_close[at] += not beyond
             notes.append(
                 f"{dataset}: best at {at} {mine[key]:.3f} against {top['tuner']}'s "
-                f"{top[key]:.3f} ("
-                + (f"{', '.join(beyond)} ahead beyond noise)" if beyond else "within noise)")
+                f"{top[key]:.3f} ({noise_verdict(beyond)})"
             )
         own = rank_value(mine, "evals_to_1pct")
         best_peer = min(peers, key=lambda r: rank_value(r, "evals_to_1pct"))
@@ -157,25 +168,15 @@ def default_check(rows: list[dict], default: str, min_seeds: int = 1) -> dict:
         noisy_peers = [r for r in peers if (r.get("noisy_seeds") or 0) >= min_seeds]
         for at in RECOMMEND_AT:
             key = f"noisy_true_at_{at}"
-            top = max(
-                (r for r in noisy_peers if r.get(key) is not None),
-                key=lambda r: r[key],
-                default=None,
-            )
+            top = leader(noisy_peers, key)
             if mine.get(key) is None or top is None or mine[key] >= top[key]:
                 continue
             ok = False
-            beyond = [
-                r["tuner"]
-                for r in noisy_peers
-                if r.get(f"{key}_seeds")
-                and ahead_beyond_noise(r[f"{key}_seeds"], mine.get(f"{key}_seeds") or [])
-            ]
+            beyond = ahead_of(mine, noisy_peers, key)
             close = close and not beyond
             notes.append(
                 f"{dataset}: noisy recommendation at {at} {mine[key]:.3f} against "
-                f"{top['tuner']}'s {top[key]:.3f} ("
-                + (f"{', '.join(beyond)} ahead beyond noise)" if beyond else "within noise)")
+                f"{top['tuner']}'s {top[key]:.3f} ({noise_verdict(beyond)})"
             )
         noisy_ok += ok
         noisy_close += close

@@ -299,21 +299,21 @@ class DDPGTuner(Tuner):
         step = len(self.history)
         if self._agent is None:
             return self._random()  # nothing learnt yet
-        if stalled(self.history, self.direction) and self.best is not None:
+        if stalled(self.history, self.direction) and (best := self.best) is not None:
             # the actor set aside: random configs and moves around the best, by turns
-            return self._near(self.action_of(self.best.config)) if step % 2 else self._random()
+            if step % 2 == 0:
+                return self._random()
+            return self._near(self.action_of(best.config), self._local_step)
         if step % EXPLORE_EVERY == 0:
             return self._random()
         action = self._agent.act(self._state_vector(self._state_raw))
         return self._near(action, self._noise)
 
-    def _near(self, centre: np.ndarray, noise: Callable[[], np.ndarray] | None = None) -> Config:
-        """An unseen config (on a pool, the nearest open row) at `centre` plus `noise` (by
-        default Gaussian steps of `LOCAL_STEP`); a random one when 50 draws break constraints
-        or were all seen."""
+    def _near(self, centre: np.ndarray, noise: Callable[[], np.ndarray]) -> Config:
+        """An unseen config (on a pool, the nearest open row) at `centre` plus `noise`; a
+        random one when 50 draws break constraints or were all seen."""
         for _ in range(50):
-            step = noise() if noise else self._rng.normal(scale=LOCAL_STEP, size=len(self.free))
-            config = self._config_for(np.clip(centre + step, 0.0, 1.0))
+            config = self._config_for(np.clip(centre + noise(), 0.0, 1.0))
             if config is not None and (
                 self.pool is not None or config_key(config) not in self._seen
             ):
@@ -338,6 +338,10 @@ class DDPGTuner(Tuner):
         if self.pool is not None:
             return self.pool.random_open(self._rng)
         return random_valid(self.space, self._rng, self._seen)
+
+    def _local_step(self) -> np.ndarray:
+        """A move around the best config: Gaussian steps of `LOCAL_STEP`."""
+        return self._rng.normal(scale=LOCAL_STEP, size=len(self.free))
 
     def _noise(self) -> np.ndarray:
         horizon = self.budget or 100
