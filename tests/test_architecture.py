@@ -21,13 +21,23 @@ def calls_of(path: Path, name: str) -> list[int]:
     return lines
 
 
+def project_files(folder: Path) -> list[Path]:
+    """The Python files under `folder` that are the project's: not those of a hidden folder (the
+    peers' virtualenv bench/tuners.py makes under bench/peers/.venv)."""
+    return [
+        path
+        for path in folder.rglob("*.py")
+        if not any(part.startswith(".") for part in path.relative_to(REPO).parts)
+    ]
+
+
 def test_only_open_campaign_builds_a_measuring() -> None:
     """A start is a resume with no runs: every caller stores a spec and opens it with
     `open_campaign`, so a new campaign and a resumed one cannot drift apart."""
     builders = {
         f"{path.relative_to(REPO)}:{line}"
         for folder in ("src", "bench")
-        for path in (REPO / folder).rglob("*.py")
+        for path in project_files(REPO / folder)
         if path != CAMPAIGNS
         for line in calls_of(path, "Measuring")
     }
