@@ -3,9 +3,10 @@ adds itself through `register(app)`; `COMMAND_MODULES` lists them. `build_app` m
 anew, so a target registered after import (a plugin, a test's) gets its options too.
 
 A command line loads only the module of its command (`COMMANDS`): the modules together import
-scikit-learn, pandas, SQLAlchemy and the tuners, seconds of start-up that `stortune space list`
-or a refused option should not wait for. The top-level help, and a command that is not known,
-load them all."""
+pandas, SQLAlchemy and the tuners, seconds of start-up that `stortune space list` or a refused
+option should not wait for. The top-level help, and a command that is not known, load them all
+(scikit-learn and scipy.stats, a second or more each, are imported where a model is fitted or a
+test computed)."""
 
 from __future__ import annotations
 

@@ -29,9 +29,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LassoCV, lasso_path
-from sklearn.model_selection import KFold
 
 from stortune.datasets import Dataset, design_matrix
 from stortune.errors import DatasetError
@@ -109,6 +106,11 @@ def entry_order(
     the column coefficient path (columns, alphas). Full ties go to the first parameter, or to
     a random one with `rng` (as in `carver.greedy_batch`).
     """
+    # scikit-learn is imported here, not with the module: the command line imports this
+    # module to start, and scikit-learn alone takes a second or more.
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import lasso_path
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         # The Gram matrix halves the time on wide data (1,536 parameters x 300 rows: ~1 s).
@@ -159,6 +161,10 @@ def rank_lasso(
     dataset: Dataset, metric: str | None = None, n_alphas: int = N_ALPHAS, seed: int = 0
 ) -> LassoResult:
     """Rank parameters by Lasso path entry and by |coefficient| at the cross-validated alpha."""
+    from sklearn.exceptions import ConvergenceWarning  # imported on use (`entry_order`)
+    from sklearn.linear_model import LassoCV
+    from sklearn.model_selection import KFold
+
     name, design = prepare(dataset, metric)
     n = len(design.y)
     if n < 3:

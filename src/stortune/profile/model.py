@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from stortune.profile.design import OPERATIONS, PATTERNS, Interval
 from stortune.stats import summarize
@@ -103,7 +102,7 @@ def fit_line(
     residual = float(np.sum((y - intercept - slope * x) ** 2))
     total = float(np.sum((y - y.mean()) ** 2))
     r2 = 1.0 - residual / total if total > 0 else 1.0
-    p_value = float(scipy_stats.linregress(x, y).pvalue) if test_slope and len(y) > 2 else math.nan
+    p_value = slope_p_value(x, y) if test_slope and len(y) > 2 else math.nan
     return Fit(pattern, interval, sizes, len(y), intercept, slope, r2, p_value, constrained)
 
 
@@ -261,3 +260,11 @@ def summarize_ratios(by_size: Mapping[int, float]) -> dict[str, float]:
 def finite(value: float) -> float | None:
     """JSON has no NaN or infinity: None instead."""
     return value if math.isfinite(value) else None
+
+
+def slope_p_value(x: np.ndarray, y: np.ndarray) -> float:
+    """The p-value of the least-squares slope (scipy.stats is imported here: it takes a second,
+    and the command line imports this module to start)."""
+    from scipy import stats
+
+    return float(stats.linregress(x, y).pvalue)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 Observations = list[tuple[int, str, float]]
 RatioEstimator = Callable[[Observations], Mapping[str, Mapping[int, float]]]
@@ -67,6 +66,8 @@ def _spread_per_pattern(
 ) -> dict[str, float]:
     """Each pattern's pooled log spread, widened by Student's t for its degrees of freedom
     (random access is often noisier than sequential); the profile's when a pattern has none."""
+    from scipy import stats as scipy_stats  # on use: the command line imports this module
+
     z = scipy_stats.norm.ppf(0.5 + confidence / 2)
     overall, overall_df = pooled_log_sd(groups)
     out = {}

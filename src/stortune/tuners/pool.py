@@ -11,14 +11,17 @@ the tuner that row, the config really measured, never the proposal it stands in 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from stortune.errors import ConfigError, StortuneError
 from stortune.sampling import config_key
 from stortune.space import Config, Space
 from stortune.tuners.base import Tuner
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 
 class Pool:
@@ -71,6 +74,8 @@ class Pool:
     def nearest(self, points: np.ndarray, k: int) -> np.ndarray:
         """Indices of the `k` configs nearest to each of `points`, measured or not."""
         if self._tree is None:
+            from scipy.spatial import cKDTree  # on use: the command line imports this module
+
             self._tree = cKDTree(self.points)
         _, rows = self._tree.query(points, k=min(k, len(self)))
         return np.ravel(rows)
