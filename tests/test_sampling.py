@@ -49,6 +49,22 @@ def test_lhs_repairs_constraints_by_swaps_and_stays_stratified() -> None:
     assert (strata_counts(encoded) == 1).all()
 
 
+def test_the_repair_tracks_each_rows_broken_constraints_as_a_full_check_counts_them(
+    toy_space: Space,
+) -> None:
+    """A swap re-checks only the constraints naming the swapped parameter (all of them when it
+    drives a condition, as journal drives barrier's): what the repair keeps per row must stay
+    what checking the row's config against every constraint gives."""
+    from stortune.sampling import _SwapRepair
+
+    rng = np.random.default_rng(3)
+    repair = _SwapRepair(toy_space, rng.random((40, len(toy_space))), rng)
+    repair.run()
+    for config, score in zip(repair.configs, repair.scores, strict=True):
+        assert score == len(toy_space.violations(config))
+    assert 0 < repair.invalid_count() < 40  # swaps ran, and some rows are left to resample
+
+
 def test_lhs_balances_discrete_values(toy_space: Space) -> None:
     design = latin_hypercube(toy_space.subspace(["journal", "commit", "inode_size"]), 30, seed=0)
     assert design.resampled == 0

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 Config = dict[str, Any]
 # What evaluating a valid expression on a config can raise: the config's fault, one line.
-_EVALUATION_ERRORS = (TypeError, ValueError, ArithmeticError, ExpressionError)
+EVALUATION_ERRORS = (TypeError, ValueError, ArithmeticError, ExpressionError)
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class Space:
             try:
                 if not c.holds(config):
                     yield c
-            except _EVALUATION_ERRORS as exc:
+            except EVALUATION_ERRORS as exc:
                 raise ConfigError(
                     f"constraint {c.expression.text!r} cannot be evaluated: {exc}"
                 ) from None
@@ -186,7 +186,7 @@ class Space:
             return False  # it depends on a parameter that is itself inactive
         try:
             return bool(p.condition(partial))
-        except _EVALUATION_ERRORS as exc:
+        except EVALUATION_ERRORS as exc:
             raise ConfigError(
                 f"condition {p.condition.text!r} of {p.name!r} cannot be evaluated: {exc}"
             ) from None
