@@ -41,12 +41,11 @@ lint: install
 	$(PY) -m ruff check src tests bench
 	$(PY) -m ruff format --check src tests bench
 
-# three workers: the Ceph files beside the local-machine files beside pure computation
-# (tests/conftest.py groups them; much of the first two is waiting on daemons and devices, so
-# a third worker keeps both cores busy); then the tests that need the machine to themselves
+# two workers: the Ceph files beside the local-machine files beside pure computation
+# (tests/conftest.py groups them); then the tests that need the machine to themselves
 test: install $(TEST_STAMP) lint
 	$(MKDOCS)
-	$(PY) -m pytest -q -n 3 -m "not quiet"
+	$(PY) -m pytest -q -n 2 -m "not quiet"
 	$(PY) -m pytest -q -m quiet
 
 bench: install

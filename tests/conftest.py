@@ -207,7 +207,7 @@ def ensure_ceph() -> None:
 
 
 # ---- which tests may run at the same time ----------------------------------------------------
-# `make test` runs the suite on three pytest-xdist workers. Each file's tests stay together, in file
+# `make test` runs the suite on two pytest-xdist workers. Each file's tests stay together, in file
 # order, on one worker (their module fixtures, a cluster or a target, are built once). Files that
 # set machine-wide things (vm sysctls, fio and mounts of the localfs target, a PostgreSQL server)
 # form one group and run one after the other; the Ceph files form another; the files in PURE
@@ -231,10 +231,9 @@ PURE = {
     "test_tuners_repeats", "test_tuners_synthetic", "test_model_workflow", "test_resume_risks",
     "test_toy_target", "test_values", "test_rank_methods", "test_rank_workloads",
     "test_profile_model", "test_cli_output", "test_campaign_lease", "test_cluster",
-    "test_parallel_plan", "test_tuners_stalled", "test_resume_property", "test_own_dataset",
-    "test_bench_tuners_workers",
+    "test_parallel_plan",
 }  # fmt: skip
-LONGEST_FIRST = ("machine", "ceph")  # the two long groups start at once, each on a worker
+LONGEST_FIRST = ("machine", "ceph")  # the two long groups start at once, one on each worker
 
 
 def group_of(nodeid: str) -> str:
