@@ -30,7 +30,6 @@ import numpy as np
 from stortune.bounds import MAX_SAMPLES
 from stortune.errors import ConfigError, StortuneError
 from stortune.space import Config, Constraint, Space
-from stortune.space.space import EVALUATION_ERRORS
 
 METHODS = ("lhs", "random", "montecarlo", "factorial")
 MAX_GRID = 250_000  # configs of a whole factorial (before constraints): about a second to walk
@@ -226,12 +225,10 @@ class _SwapRepair:
 
     def _check(self, constraint: Constraint, config: Config) -> int:
         """1 if the row breaks the constraint, 0 if it holds or names an inactive parameter,
-        ERROR if it cannot be evaluated (as `Space.violations` sees it)."""
-        if not constraint.expression.names <= config.keys():
-            return 0
+        ERROR if it cannot be evaluated (`Constraint.broken_by`, as `Space.violations` sees it)."""
         try:
-            return 0 if constraint.holds(config) else 1
-        except EVALUATION_ERRORS:
+            return int(constraint.broken_by(config))
+        except ConfigError:
             return self.ERROR
 
     def _rechecked(self, row: int, j: int) -> list[int]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 Config = dict[str, Any]
 # What evaluating a valid expression on a config can raise: the config's fault, one line.
-EVALUATION_ERRORS = (TypeError, ValueError, ArithmeticError, ExpressionError)
+_EVALUATION_ERRORS = (TypeError, ValueError, ArithmeticError, ExpressionError)
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,18 @@ class Constraint:
     def holds(self, values: Mapping[str, Any]) -> bool:
         result = bool(self.expression(values))
         return result if self.kind == "require" else not result
+
+    def broken_by(self, config: Mapping[str, Any]) -> bool:
+        """Whether a config (of active, coerced values) breaks it: never while a parameter it
+        names is inactive; ConfigError when it cannot be evaluated on the config."""
+        if not self.expression.names <= config.keys():
+            return False
+        try:
+            return not self.holds(config)
+        except _EVALUATION_ERRORS as exc:
+            raise ConfigError(
+                f"constraint {self.expression.text!r} cannot be evaluated: {exc}"
+            ) from None
 
     def describe(self) -> str:
         text = f"{self.kind} {self.expression.text}"
@@ -162,16 +174,7 @@ class Space:
         return list(self._violated(config))
 
     def _violated(self, config: Mapping[str, Any]) -> Iterator[Constraint]:
-        for c in self.constraints:
-            if not c.expression.names <= config.keys():
-                continue
-            try:
-                if not c.holds(config):
-                    yield c
-            except EVALUATION_ERRORS as exc:
-                raise ConfigError(
-                    f"constraint {c.expression.text!r} cannot be evaluated: {exc}"
-                ) from None
+        return (c for c in self.constraints if c.broken_by(config))
 
     def is_valid(self, config: Mapping[str, Any]) -> bool:
         try:
@@ -186,7 +189,7 @@ class Space:
             return False  # it depends on a parameter that is itself inactive
         try:
             return bool(p.condition(partial))
-        except EVALUATION_ERRORS as exc:
+        except _EVALUATION_ERRORS as exc:
             raise ConfigError(
                 f"condition {p.condition.text!r} of {p.name!r} cannot be evaluated: {exc}"
             ) from None
