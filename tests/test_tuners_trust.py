@@ -68,8 +68,9 @@ def test_bo_proposes_on_a_pool_inside_its_region_around_the_incumbent() -> None:
     seen: list[tuple[int, int]] = []
     original = tuner._maximise_over_pool
 
-    def watched(score, free, redrawn, starts, centre, rng) -> Any:  # noqa: ANN001
-        config, point = original(score, free, redrawn, starts, centre, rng)
+    def watched(score, free, encoded, y, rng) -> Any:  # noqa: ANN001
+        config, point = original(score, free, encoded, y, rng)
+        centre = encoded[int(np.argmax(y))]
         seen.append((int(np.abs(point - centre).sum()), tuner._trust.size))
         return config, point
 

@@ -11,7 +11,6 @@ the tuner that row, the config really measured, never the proposal it stands in 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,9 +18,6 @@ from stortune.errors import ConfigError, StortuneError
 from stortune.sampling import config_key
 from stortune.space import Config, Space
 from stortune.tuners.base import Tuner
-
-if TYPE_CHECKING:
-    from scipy.spatial import cKDTree
 
 
 class Pool:
@@ -37,7 +33,6 @@ class Pool:
         self.points = space.encode_many(self.configs)
         self._index = {k: i for i, k in enumerate(self.keys)}
         self._open = np.ones(len(self.keys), dtype=bool)
-        self._tree: cKDTree | None = None  # built on the first nearest-rows query
 
     def __len__(self) -> int:
         return len(self.configs)
@@ -70,15 +65,6 @@ class Pool:
     def random_open(self, rng: np.random.Generator) -> Config:
         rows = self.open_rows()
         return dict(self.configs[int(rows[rng.integers(len(rows))])])
-
-    def nearest(self, points: np.ndarray, k: int) -> np.ndarray:
-        """Indices of the `k` configs nearest to each of `points`, measured or not."""
-        if self._tree is None:
-            from scipy.spatial import cKDTree  # on use: the command line imports this module
-
-            self._tree = cKDTree(self.points)
-        _, rows = self._tree.query(points, k=min(k, len(self)))
-        return np.ravel(rows)
 
     def nearest_open(self, config: Mapping) -> Config:
         """The config itself when it is an open row, else the open row nearest to it."""
