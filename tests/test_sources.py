@@ -128,3 +128,22 @@ def test_metrics_a_workload_never_reports_are_not_its_metrics(tmp_path: Path) ->
     frame.to_csv(path, index=False)
     assert load_source(path, workload="sync").metrics == ["mbs", "fsync_ms"]
     assert load_source(path, workload="nosync").metrics == ["mbs"]
+
+
+def test_an_imported_table_keeps_the_direction_its_column_declares(tmp_path: Path) -> None:
+    """``seconds-`` says lower is better; stored as ``seconds``, the campaign keeps the
+    direction, so a ranking of the campaign names the same best value as one of the file."""
+    rows = [(a, b, 10.0 + 5 * a + (b % 2)) for a in range(4) for b in range(4)]
+    path = tmp_path / "t.csv"
+    pd.DataFrame(rows, columns=["a", "b", "seconds-"]).to_csv(path, index=False)
+    store = str(tmp_path / "t.db")
+    result = runner.invoke(app, ["import", str(path), "--name", "t", "--store", store])
+    assert result.exit_code == 0, result.output
+    assert load_source("t", store).directions == {"seconds": "min"}
+    rankings = []
+    for source in (str(path), "t"):
+        result = runner.invoke(app, ["rank", "--from", source, "--store", store, "--json"])
+        assert result.exit_code == 0, result.output
+        rankings.append(json.loads(result.output))
+    assert [r["direction"] for r in rankings] == ["min", "min"]
+    assert [r["steps"][0]["best_values"] for r in rankings] == [{"a": "0"}] * 2

@@ -81,10 +81,10 @@ def load_source(
         frame = dataset.frame
     else:
         if isinstance(store, Store):
-            frame = _stored_frame(store, str(source), metrics)
+            frame, declared = _stored_frame(store, str(source), metrics)
         else:
             with Store(store, existing=True) as db:
-                frame = _stored_frame(db, str(source), metrics)
+                frame, declared = _stored_frame(db, str(source), metrics)
         if frame.empty:
             raise DatasetError(f"campaign {str(source)!r} has no successful runs")
         if metrics:  # a campaign's metric columns carry the prefix; a caller names the metric
@@ -93,6 +93,9 @@ def load_source(
                 for m in metrics
             ]
         dataset = from_frame(frame, metrics=metrics, source=f"campaign {source}")
+        for metric, direction in declared.items():
+            if metric in dataset.metrics:
+                dataset = dataset.with_metric_direction(metric, direction)
         frame = dataset.frame
     frame = _only_ok(frame)
     frame = _one_workload(frame, workload, dataset.source)
@@ -106,15 +109,38 @@ def load_source(
     )
 
 
-def _stored_frame(store: Store, name: str, metrics: list[str] | None = None) -> pd.DataFrame:
-    """The ok runs' table of the campaign `name`, relative metrics included: the objective's,
-    and that of each metric named ``<metric>_rel`` in `metrics`."""
+def _stored_frame(
+    store: Store, name: str, metrics: list[str] | None = None
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The ok runs' table of the campaign `name`, relative metrics included (the objective's,
+    and that of each metric named ``<metric>_rel`` in `metrics`), and the directions its
+    objective declares."""
     try:
         campaign = store.campaign(name)
     except StoreError as exc:
         raise DatasetError(f"{name}: no such dataset file, and {exc}") from None
     wanted = [m.removesuffix(RELATIVE_SUFFIX) for m in metrics or [] if m.endswith(RELATIVE_SUFFIX)]
-    return campaign_frame(store, campaign, include_failed=False, relative=wanted)
+    frame = campaign_frame(store, campaign, include_failed=False, relative=wanted)
+    return frame, declared_directions(campaign)
+
+
+def declared_directions(campaign: Campaign) -> dict[str, str]:
+    """Each metric's direction as the campaign's objective declares it (its metric, a combined
+    objective's parts, its guardrails), for the metric and its relative column. A metric's name
+    alone often does not tell (an imported table's ``Performance-`` is stored as
+    ``Performance``), and ranking in the wrong direction names the worst values best."""
+    from stortune.objective import Objective
+
+    objective = Objective.from_dict(campaign.objective or {})
+    pairs = [(g.metric, g.direction) for g in objective.guardrails]
+    if objective.scalarizer is not None:
+        pairs += [(o.metric, o.direction) for o in objective.scalarizer.objectives]
+    elif objective.metric:
+        pairs.append((objective.metric, objective.direction))
+    declared = {}
+    for metric, direction in pairs:
+        declared[metric] = declared[f"{metric}{RELATIVE_SUFFIX}"] = str(direction)
+    return declared
 
 
 def split_spec(spec: str | Path) -> tuple[Path, str | None]:
