@@ -6,8 +6,9 @@ halves after a run of failures and doubles after a run of successes; CASMOPOLITA
 the incumbent (a Hamming distance). On the many-binary and few-level tables of
 bench/tuners.py a box in the unit cube would pin every binary parameter, so the region here is
 CASMOPOLITAN's: at most `size` free parameters changed. It starts at half of them, halves after
-`FAILURES` proposals without a better best, doubles after `SUCCESSES` with one, and restarts at
-half when it would fall below one parameter.
+`FAILURES` proposals without a better best, doubles after `SUCCESSES` with one, and, when it
+would fall below one parameter, restarts at every free parameter: the incumbent's neighbourhood
+is spent, so the search widens to the whole table and narrows again by the same rules.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class TrustRegion:
             self.size, self._successes = min(self.free_count, self.size * 2), 0
         elif self._failures >= FAILURES:
             self.size, self._failures = self.size // 2, 0
-            if self.size < 1:
-                self.size = self.first
+            if self.size < 1:  # collapsed: the next proposals search the whole table
+                self.size = self.free_count
 
     def inside(self, points: np.ndarray, centre: np.ndarray, free: list[int]) -> np.ndarray:
         """Which of `points` (unit-cube rows) change at most `size` free coordinates of
