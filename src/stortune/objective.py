@@ -242,6 +242,14 @@ class Objective:
         return [o.metric for o in self.scalarizer.objectives]
 
     @property
+    def directions(self) -> dict[str, Direction]:
+        """Each metric's direction: the measured metrics' and the guardrails'."""
+        guarded = {g.metric: g.direction for g in self.guardrails}
+        if self.scalarizer is not None:
+            return guarded | {o.metric: o.direction for o in self.scalarizer.objectives}
+        return guarded | ({self.metric: self.direction} if self.metric else {})
+
+    @property
     def needs_bounds(self) -> bool:
         return self.scalarizer is not None and not self.scalarizer.complete
 

@@ -131,16 +131,12 @@ def declared_directions(campaign: Campaign) -> dict[str, str]:
     ``Performance``), and ranking in the wrong direction names the worst values best."""
     from stortune.objective import Objective
 
-    objective = Objective.from_dict(campaign.objective or {})
-    pairs = [(g.metric, g.direction) for g in objective.guardrails]
-    if objective.scalarizer is not None:
-        pairs += [(o.metric, o.direction) for o in objective.scalarizer.objectives]
-    elif objective.metric:
-        pairs.append((objective.metric, objective.direction))
-    declared = {}
-    for metric, direction in pairs:
-        declared[metric] = declared[f"{metric}{RELATIVE_SUFFIX}"] = str(direction)
-    return declared
+    directions = Objective.from_dict(campaign.objective or {}).directions
+    return {
+        name: str(direction)
+        for metric, direction in directions.items()
+        for name in (metric, f"{metric}{RELATIVE_SUFFIX}")
+    }
 
 
 def split_spec(spec: str | Path) -> tuple[Path, str | None]:
