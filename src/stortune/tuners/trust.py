@@ -28,8 +28,7 @@ class TrustRegion:
 
     def __init__(self, free_count: int) -> None:
         self.free_count = free_count
-        self.first = max(2, math.ceil(free_count / 2))
-        self.size = self.first
+        self.size = max(2, math.ceil(free_count / 2))
         self._best: float | None = None
         self._successes = 0
         self._failures = 0
