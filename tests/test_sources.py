@@ -147,3 +147,27 @@ def test_an_imported_table_keeps_the_direction_its_column_declares(tmp_path: Pat
         rankings.append(json.loads(result.output))
     assert [r["direction"] for r in rankings] == ["min", "min"]
     assert [r["steps"][0]["best_values"] for r in rankings] == [{"a": "0"}] * 2
+
+
+def test_a_file_and_its_imported_campaign_rank_the_same_parameters(tmp_path: Path) -> None:
+    """A one-hot group (``lz``, ``zstd``: exactly one set per row) is one categorical once
+    imported; ranked from the file it is the same one, not two binaries that each look half
+    as strong."""
+    rows = [
+        (a, int(codec == "lz"), int(codec == "zstd"), 10.0 + a + (8 if codec == "zstd" else 0))
+        for a in range(4)
+        for codec in ("lz", "zstd")
+        for _ in range(2)
+    ]
+    path = tmp_path / "codecs.csv"
+    pd.DataFrame(rows, columns=["a", "lz", "zstd", "seconds-"]).to_csv(path, index=False)
+    store = str(tmp_path / "c.db")
+    result = runner.invoke(app, ["import", str(path), "--name", "c", "--store", store])
+    assert result.exit_code == 0, result.output
+    rankings = []
+    for source in (str(path), "c"):
+        result = runner.invoke(app, ["rank", "--from", source, "--store", store, "--json"])
+        assert result.exit_code == 0, result.output
+        rankings.append(json.loads(result.output))
+    assert [r["steps"][0]["best_values"] for r in rankings] == [{"lz_or_zstd": "lz"}] * 2
+    assert rankings[0]["selected"] == rankings[1]["selected"]

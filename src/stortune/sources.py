@@ -28,6 +28,7 @@ import pandas as pd
 from stortune.datasets import METRIC_PREFIX, RUN_PREFIX, Dataset, from_frame, load_dataset
 from stortune.enums import RunStatus
 from stortune.errors import DatasetError, StoreError
+from stortune.space import fold_one_hot
 from stortune.store import Campaign, Store
 
 RELATIVE_SUFFIX = "_rel"
@@ -70,14 +71,18 @@ def load_source(
     metrics: list[str] | None = None,
     workload: str | None = None,
     raw: bool = False,
+    fold: bool = False,
 ) -> Dataset:
     """A dataset file (CSV, Parquet, ARFF) when `source` names one, else the campaign of that name
     in `store` (an open store, or its URL). Relative metrics come first unless `raw` (module
-    doc). A caller that holds the store open passes it, so one process keeps one connection to
-    the file it writes."""
+    doc). With `fold`, a file's one-hot groups become categoricals, as `stortune import` stores
+    them, so a file and its imported campaign name the same parameters. A caller that holds the
+    store open passes it, so one process keeps one connection to the file it writes."""
     path = Path(source)
     if path.exists() or store is None or path.suffix.lower() in (".csv", ".parquet", ".arff"):
         dataset = load_dataset(path, metrics=metrics)
+        if fold:
+            dataset = fold_one_hot(dataset)
         frame = dataset.frame
     else:
         if isinstance(store, Store):

@@ -76,12 +76,13 @@ CORRECTION_TEXT = {
 def resolve_dataset(
     source: str | None, store: str, workload: str | None, raw: bool, metric: str | None, quiet: bool
 ) -> Dataset:
-    """The data to rank (a file or a stored campaign), saying which metric is ranked."""
+    """The data to rank (a file or a stored campaign), saying which metric is ranked. A file's
+    one-hot groups rank as one categorical each, as they do once imported."""
     from stortune.sources import describe_metric, load_source
 
     if source is None:
         raise RankError("say what to rank: --from FILE|CAMPAIGN, or --budget N on a live target")
-    dataset = load_source(source, store, workload=workload, raw=raw)
+    dataset = load_source(source, store, workload=workload, raw=raw, fold=True)
     if not quiet:
         name = metric or dataset.metrics[0]
         console.print(describe_metric(name), highlight=False)
