@@ -17,13 +17,12 @@ without torch state and predicts with numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stortune.models.base import TabularRegressor
+from stortune.torch_threads import one_torch_thread
 
 if TYPE_CHECKING:
     import torch
@@ -33,19 +32,6 @@ SEARCH_LAYERS = (2, 3, 4)
 SEARCH_L1 = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 # Fewer rows leave too small a held-out split to choose by: the defaults are kept.
 SEARCH_MIN_ROWS = 20
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """torch on one thread: at this size more threads cost more than they save."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _scale(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +134,7 @@ class NetworkModel(TabularRegressor):
         self.y_mean_, self.y_scale_ = float(y_mean[0]), float(y_scale[0])
         X = (Z - self.x_mean_) / self.x_scale_
         target = (y - self.y_mean_) / self.y_scale_
-        with _one_thread():
+        with one_torch_thread():
             self.n_layers_, self.l1_ = int(self.n_layers), float(self.l1)
             if self.search and len(y) >= SEARCH_MIN_ROWS:
                 self.n_layers_, self.l1_ = self._search(X, target)

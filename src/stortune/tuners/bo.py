@@ -164,7 +164,7 @@ class BOTuner(Tuner):
         runs: dict[str, tuple[Config, list[float]]] = {}
         for obs, score in zip(self.history, y, strict=True):
             if obs.value is not None:
-                runs.setdefault(config_key(obs.config), (obs.config, []))[1].append(float(score))
+                runs.setdefault(obs.key, (obs.config, []))[1].append(float(score))
         return runs
 
     def _leader_to_repeat(self) -> Config | None:
@@ -255,7 +255,7 @@ class BOTuner(Tuner):
             return dict(config)
         told = [o for o in self.history if o.value is not None]
         free = free_indices(self.search_space)
-        if len({config_key(o.config) for o in told}) < 3 or not free:
+        if len({o.key for o in told}) < 3 or not free:
             return super().recommend()
         with self._fitted() as (model, inputs, encoded, _), torch.no_grad():
             mean = model.posterior(inputs(encoded)).mean.squeeze(-1).numpy()

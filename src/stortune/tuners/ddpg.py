@@ -45,6 +45,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ from stortune.inputs import MODEL_BYTES, read_bytes
 from stortune.outputs import writing
 from stortune.sampling import config_key
 from stortune.space import Config, Kind, Parameter, Space
+from stortune.torch_threads import one_torch_thread
 from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.common import (
     initial_design,
@@ -414,9 +416,10 @@ class DDPGTuner(Tuner):
             self._agent = _Agent(state_dim, len(self.free))
         if len(self.buffer) < 2:
             return
-        for _ in range(TRAIN_STEPS):
-            picks = self._rng.choice(len(self.buffer), size=min(BATCH, len(self.buffer)))
-            self._agent.train([self.buffer[i] for i in picks])
+        with one_torch_thread():
+            for _ in range(TRAIN_STEPS):
+                picks = self._rng.choice(len(self.buffer), size=min(BATCH, len(self.buffer)))
+                self._agent.train([self.buffer[i] for i in picks])
 
     # ---- best: means over re-measurements -------------------------------------------------
     def _ranked(self) -> list[Observation]:
@@ -424,10 +427,9 @@ class DDPGTuner(Tuner):
         groups: dict[str, list[Observation]] = {}
         for obs in self.history:
             if obs.value is not None:
-                groups.setdefault(config_key(obs.config), []).append(obs)
+                groups.setdefault(obs.key, []).append(obs)
         means = [
-            Observation(group[0].config, float(np.mean([o.value for o in group])))
-            for group in groups.values()
+            Observation(group[0].config, fmean(o.value for o in group)) for group in groups.values()
         ]
         return sorted(means, key=lambda o: o.value, reverse=self.direction == Direction.MAX)
 
