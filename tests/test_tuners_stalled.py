@@ -53,10 +53,11 @@ def test_a_stalled_flash_explores_and_is_not_worse_than_random_search(monkeypatc
 
 def test_a_stalled_ddpg_explores_beyond_the_hill(monkeypatch) -> None:
     """With its exploration rules (random configs every third step, and once stalled random
-    configs and moves near the best instead of the actor) DDPG finds the corner in 7 of these
-    9 seeds, 0, 1 and 3 among them; its actor alone stays on the hill in 7 of 9, 1-3 among
-    them."""
-    assert [best_after("ddpg", s) for s in (0, 1, 3)] == [100.0] * 3
+    configs and moves near the best instead of the actor) DDPG finds the corner within 40
+    evaluations in 4 of these 9 seeds, 3 and 7 among them; its actor alone in 2 (0 and 8, whose
+    designs land there), and on seeds 3 and 7 it stays on the hill. (Within 100 evaluations:
+    7 of 9 with the rules.)"""
+    assert [best_after("ddpg", s, 40) for s in (3, 7)] == [100.0] * 2
     monkeypatch.setattr("stortune.tuners.ddpg.stalled", lambda *a, **k: False)
     monkeypatch.setattr("stortune.tuners.ddpg.EXPLORE_EVERY", 10**9)
-    assert [best_after("ddpg", s) for s in (1, 3)] == [10.0] * 2  # why the rules are there
+    assert max(best_after("ddpg", s, 40) for s in (3, 7)) <= 10.0  # why the rules are there
