@@ -10,7 +10,7 @@ MEMORY_LIMIT bytes more than the process had, and the commands that must be watc
 expressions are fuzzed both through `parse_space` (fast, so most inputs go there) and through
 the command line; everything else through the command line.
 
-Inputs per run: ``STORTUNE_FUZZ_EXAMPLES`` (default 3,200) split among the tests by SHARES;
+Inputs per run: ``STORTUNE_FUZZ_EXAMPLES`` (default 2,000) split among the tests by SHARES;
 `test_the_fuzz_ran_every_input` checks that they all ran. Runs are derandomized and keep no
 example database, so CI sees the same inputs every time.
 """

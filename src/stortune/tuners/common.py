@@ -40,9 +40,7 @@ def repeated_identically(history: Sequence[Observation]) -> bool:
     if not history or history[-1].value is None:
         return False
     last = history[-1]
-    first = next(
-        (o.value for o in history[:-1] if o.value is not None and o.key == last.key), None
-    )
+    first = next((o.value for o in history[:-1] if o.value is not None and o.key == last.key), None)
     return first is not None and abs(last.value - first) <= SAME * max(abs(first), 1e-12)
 
 
