@@ -79,14 +79,19 @@ class Tuner(ABC):
 
     def recommend(self) -> Config | None:
         """The config to recommend: the best mean value over repeated observations."""
-        runs: dict[str, list[Observation]] = {}
+        means = self.config_means()
+        if not means:
+            return None
+        return dict(max(means, key=lambda o: self.direction.sign * o.value).config)
+
+    def config_means(self) -> list[Observation]:
+        """One observation per measured config, its value the mean of the config's runs, in
+        the order the configs were first measured (failed runs left out)."""
+        groups: dict[str, list[Observation]] = {}
         for obs in self.history:
             if obs.value is not None:
-                runs.setdefault(obs.key, []).append(obs)
-        if not runs:
-            return None
-        best = max(runs.values(), key=lambda o: self.direction.sign * fmean(x.value for x in o))
-        return dict(best[0].config)
+                groups.setdefault(obs.key, []).append(obs)
+        return [Observation(g[0].config, fmean(o.value for o in g)) for g in groups.values()]
 
     def observe_state(self, state: Mapping[str, float]) -> None:  # noqa: B027
         """The target's system metrics after a config was measured, given just before that

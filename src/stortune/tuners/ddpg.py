@@ -45,7 +45,6 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -367,9 +366,8 @@ class DDPGTuner(Tuner):
 
     def _next_remeasure(self) -> Config | None:
         for obs in self._ranked()[: self.remeasure]:
-            key = config_key(obs.config)
-            if key not in self._remeasured:
-                self._remeasured.add(key)
+            if obs.key not in self._remeasured:
+                self._remeasured.add(obs.key)
                 return dict(obs.config)
         return None
 
@@ -424,13 +422,7 @@ class DDPGTuner(Tuner):
     # ---- best: means over re-measurements -------------------------------------------------
     def _ranked(self) -> list[Observation]:
         """One observation per config (its mean value), best first."""
-        groups: dict[str, list[Observation]] = {}
-        for obs in self.history:
-            if obs.value is not None:
-                groups.setdefault(obs.key, []).append(obs)
-        means = [
-            Observation(group[0].config, fmean(o.value for o in group)) for group in groups.values()
-        ]
+        means = self.config_means()
         return sorted(means, key=lambda o: o.value, reverse=self.direction == Direction.MAX)
 
     @property
