@@ -33,8 +33,8 @@ dynamic bounds (3.2, Fig. 4).
   many-binary tables of bench/tuners.py TPE's density ratio finds other good regions sooner than
   the uniform draws SMAC interleaves (7z at 30 evaluations, with the design then moved straight
   to the nearest rows: 0.95 of the optimum against 0.90, median of 20 seeds).
-* Repeats (intensification, as SMAC's): every fourth model-phase proposal re-measures the
-  least-measured of the three configs with the best mean, up to four runs each, so the leaders'
+* Repeats (intensification, as SMAC's): every sixth model-phase proposal re-measures the
+  least-measured of the three configs with the best mean, up to three runs each, so the leaders'
   means sharpen while the search goes on. A repeat that returns exactly its first value shows a
   deterministic target (a replayed table): repeats stop there. A caller that races configs
   itself (`TunePlan` with intensify) turns them off (`leave_repeats_to_caller`).
