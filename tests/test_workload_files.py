@@ -139,3 +139,20 @@ def test_defaults_written_into_the_help_are_shown() -> None:
     assert "[default: 5 on targets that measure this machine, else 0]" in helped
     assert "[default: 10; pgbench and db_bench 30]" in helped
     assert "[default: 30; on --resume: as stored]" in helped
+
+
+def test_a_templates_file_set_takes_the_size_after_a_colon(tmp_path: Path) -> None:
+    workload = workload_named("dbfsync:size=16m", 2)
+    assert workload.name == "dbfsync" and workload.describe()["size"] == "16m"
+    workload.prepare(tmp_path)  # fio lays the files out as the run would
+    assert (tmp_path / "db.data").stat().st_size == 16 * 2**20
+    assert (tmp_path / "db.log").stat().st_size == 2 * 2**20  # ${SIZE/8}
+    assert workload_named("dbfsync", 2).describe()["size"] == "256m"  # the template's own
+    own = workload_named(f"{job(tmp_path, GOOD)}:size=1g", None)
+    assert own.size_bytes == 2**30
+
+
+@pytest.mark.parametrize("size", ["abc", "0", "64m;rm -rf /", ""])
+def test_a_bad_size_after_the_colon_is_one_line(size: str) -> None:
+    with pytest.raises(ConfigError, match=r"give the file set's size as dbfsync:size=N"):
+        workload_named(f"dbfsync:size={size}", 2)

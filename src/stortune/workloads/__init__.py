@@ -11,6 +11,7 @@ from typing import Any
 
 from stortune.errors import ConfigError, TargetError
 from stortune.space import Application
+from stortune.units import parse_size
 from stortune.workloads import postgres, rocksdb
 from stortune.workloads.base import Measurement, Need, Venue, Workload
 from stortune.workloads.fio import (
@@ -110,9 +111,30 @@ def _fio(name: str, runtime: float | None) -> Workload | None:
         return application
     if name == "spa":
         return SpaWorkload(runtime=runtime or DEFAULT_RUNTIME)
-    if name in TEMPLATES or name in ALIASES or name.endswith(".fio") or "/" in name:
-        return FioWorkload(name, **({"runtime": runtime, "runtime_given": True} if runtime else {}))
+    job, size = _fio_size(name)
+    if job in TEMPLATES or job in ALIASES or job.endswith(".fio") or "/" in job:
+        timing = {"runtime": runtime, "runtime_given": True} if runtime else {}
+        return FioWorkload(job, size=size, **timing)
     return None
+
+
+def _fio_size(name: str) -> tuple[str, str | None]:
+    """``JOB`` or ``JOB:size=SIZE`` (the file set's total size, as fio writes sizes: 64m, 2g),
+    split into the job and the size (None: the template's own). A smaller file set lays out
+    faster; a file set that the page cache holds measures the cache, not the stack."""
+    job, colon, option = name.rpartition(":")
+    if not colon or not option.startswith("size="):
+        return name, None
+    size = option.removeprefix("size=")
+    try:
+        if parse_size(size) <= 0:
+            raise ValueError
+    except (ConfigError, ValueError):
+        raise ConfigError(
+            f"workload {name!r}: give the file set's size as {job}:size=N with a unit, "
+            "as fio takes it (64m, 2g)"
+        ) from None
+    return job, size
 
 
 def _rados(name: str, runtime: float | None) -> Workload | None:
@@ -131,7 +153,8 @@ BUILDERS: dict[Need, tuple[Callable[[str, float | None], Workload | None], str]]
         _fio,
         f"fio templates {', '.join(TEMPLATES)}, spa (takes the workload parameters of a "
         f"workload x system space), a .fio job file, or an application: "
-        f"{', '.join(APPLICATIONS)} (sizes after a colon: pgbench:scale=4,clients=4)",
+        f"{', '.join(APPLICATIONS)} (sizes after a colon: dbfsync:size=64m, "
+        "pgbench:scale=4,clients=4)",
     ),
     Need.RADOS_POOL: (_rados, f"rados bench {', '.join(PRESETS)}"),
     Need.TABLE_ROWS: (_rows, "a workload recorded in the dataset"),
