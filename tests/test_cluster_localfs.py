@@ -27,7 +27,8 @@ def test_a_localfs_campaign_on_three_loop_images(tmp_path: Path):
         argv = [
             *STORTUNE, "tune", *target, "--space", "localfs", "-w", "webserver", "--runtime", "1",
             "-o", "total.iops:max", "--budget", "3", "--no-intensify", "--repetitions", "1",
-            "--no-check-disturbance", "--scheduler", nodes.address,
+            "--no-check-disturbance", "--verify", "2", "--verify-max", "2",
+            "--scheduler", nodes.address,
             "--store", str(tmp_path / "fs.db"), "--name", "fs", "--quiet",
         ]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, text=True, timeout=900)

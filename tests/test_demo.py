@@ -32,6 +32,8 @@ def test_demo_runs_tunes_verifies_and_reports(tmp_path: Path) -> None:
             "4",
             "--tuner",
             "random",
+            "--workload",
+            "dbfsync:size=64m",  # lays out in seconds on every file system of the sample
             "--verify",
             "2",
             "--verify-max",

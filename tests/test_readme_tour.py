@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TOUR_HEADING = "## A five-minute tour"
 # the short variant of the tour's tune: same flags, smaller numbers
-SHORTER = {"--budget": "3", "--runtime": "2", "--verify": "2 --verify-max 2"}
+SHORTER = {"--budget": "3", "--runtime": "1", "--verify": "2 --verify-max 2"}
 EXPECTED_EXIT = re.compile(r"#.*exit code (\d+)")
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
