@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from stortune.errors import ConfigError, StortuneError
-from stortune.profile import model
+from stortune.profile import model, uncertainty
 from stortune.profile.compare import compare_profiles
 from stortune.profile.design import (
     DEFAULT_INTERVALS,
@@ -307,7 +308,12 @@ def noisy(size: int, pattern: str, rng: random.Random) -> float:
 
 @pytest.mark.parametrize("access", [flat, crossing, noisy])
 @pytest.mark.parametrize("repetitions", [1, 3])
-def test_no_ratio_outside_what_the_measured_points_allow(access, repetitions: int) -> None:
+def test_no_ratio_outside_what_the_measured_points_allow(
+    access, repetitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bounds hold for every draw of the bootstrap, so fewer draws test the same
+    fewer_draws = functools.partial(uncertainty.bootstrap, draws=50)
+    monkeypatch.setattr(uncertainty, "bootstrap", fewer_draws)
     for seed in range(15):
         settings = Settings(points=2, repetitions=repetitions, seed=seed)
         profile = run_profile(SPEC, settings, CurveRunner(access, seed))
