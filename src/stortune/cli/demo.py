@@ -36,7 +36,10 @@ def register(app: typer.Typer) -> None:
         runtime: float = typer.Option(
             3.0, help="Seconds each fio run lasts.", callback=checks.RUNTIME
         ),
-        workload: str = typer.Option("dbfsync", help="fio template (as root)."),
+        workload: str = typer.Option(
+            "dbfsync",
+            help="fio template (as root); its file set's size after a colon: dbfsync:size=64m.",
+        ),
         tuner: str = typer.Option("bo", help="Tuner to use."),
         sample: int = typer.Option(
             12, help="Configs the ranking samples (short runs).", callback=checks.COUNT
