@@ -77,7 +77,7 @@ def test_bridge_errors_are_stortune_errors(space: Space) -> None:
 FAKE_BRIDGE = """\
 import json, sys, time
 sys.stdin.readline()
-end = time.monotonic() + 3
+end = time.monotonic() + {seconds}
 while time.monotonic() < end:
     {wait}
 print(json.dumps({{}}), flush=True)
@@ -85,11 +85,11 @@ sys.stdin.readline()
 """
 
 
-def fake_python(tmp_path: Path, wait: str) -> str:
-    """An interpreter stand-in that runs a fake bridge answering `init` after 3 s of `wait`
-    (the bridge's path and the peer's name it is started with are ignored)."""
+def fake_python(tmp_path: Path, wait: str, seconds: float = 3) -> str:
+    """An interpreter stand-in that runs a fake bridge answering `init` after `seconds` of
+    `wait` (the bridge's path and the peer's name it is started with are ignored)."""
     program = tmp_path / "bridge.py"
-    program.write_text(FAKE_BRIDGE.format(wait=wait))
+    program.write_text(FAKE_BRIDGE.format(wait=wait, seconds=seconds))
     launcher = tmp_path / "python"
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{program}"\n')
     launcher.chmod(0o755)
@@ -105,10 +105,11 @@ def test_a_bridge_that_works_past_the_reply_limit_is_waited_for(space: Space, tm
 
 
 def test_a_bridge_silent_and_idle_past_the_reply_limit_is_stuck(space: Space, tmp_path) -> None:
+    """Idle for 30 s: on a busy machine its interpreter's start may use CPU over the first
+    waits, and it must still be found idle long before it would answer."""
+    idle = fake_python(tmp_path, "time.sleep(0.1)", seconds=30)
     with pytest.raises(StortuneError, match="no reply to 'init' and sat idle for 1 s"):
-        peer_tuners.PeerTuner(
-            space, peer="hebo", python=fake_python(tmp_path, "time.sleep(0.1)"), timeout=1.0
-        )
+        peer_tuners.PeerTuner(space, peer="hebo", python=idle, timeout=1.0)
 
 
 def test_a_bridge_that_works_without_end_is_stuck(space: Space, tmp_path) -> None:
