@@ -114,27 +114,34 @@ def _fio(name: str, runtime: float | None) -> Workload | None:
     job, size = _fio_size(name)
     if job in TEMPLATES or job in ALIASES or job.endswith(".fio") or "/" in job:
         timing = {"runtime": runtime, "runtime_given": True} if runtime else {}
-        return FioWorkload(job, size=size, **timing)
+        return FioWorkload(job, size=_checked_size(name, job, size), **timing)
     return None
 
 
 def _fio_size(name: str) -> tuple[str, str | None]:
     """``JOB`` or ``JOB:size=SIZE`` (the file set's total size, as fio writes sizes: 64m, 2g),
-    split into the job and the size (None: the template's own). A smaller file set lays out
-    faster; a file set that the page cache holds measures the cache, not the stack."""
+    split into the job and the size (None: the job's own). A smaller file set lays out faster;
+    a file set that the page cache holds measures the cache, not the stack."""
     job, colon, option = name.rpartition(":")
     if not colon or not option.startswith("size="):
         return name, None
-    size = option.removeprefix("size=")
+    return job, option.removeprefix("size=")
+
+
+def _checked_size(name: str, job: str, size: str | None) -> str | None:
+    """The size given after a fio job's name, refused in one line unless fio can take it."""
+    if size is None:
+        return None
     try:
-        if parse_size(size) <= 0:
-            raise ValueError
-    except (ConfigError, ValueError):
+        positive = parse_size(size) > 0
+    except ConfigError:
+        positive = False
+    if not positive:
         raise ConfigError(
             f"workload {name!r}: give the file set's size as {job}:size=N with a unit, "
             "as fio takes it (64m, 2g)"
-        ) from None
-    return job, size
+        )
+    return size
 
 
 def _rados(name: str, runtime: float | None) -> Workload | None:
