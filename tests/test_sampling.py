@@ -62,6 +62,7 @@ def test_the_repair_tracks_each_rows_broken_constraints_as_a_full_check_counts_t
     repair.run()
     for config, score in zip(repair.configs, repair.scores, strict=True):
         assert score == len(toy_space.violations(config))
+    assert repair.configs == [toy_space.decode(p) for p in repair.points]  # configs follow swaps
     assert 0 < repair.invalid_count() < 40  # swaps ran, and some rows are left to resample
 
 
@@ -161,3 +162,19 @@ def test_lhs_over_few_levels_says_how_many_configs_are_distinct() -> None:
     distinct = len({config_key(c) for c in design.configs})
     assert distinct < 12
     assert f"12 rows hold {distinct} distinct configs" in design.notes[-1]
+
+
+@pytest.mark.parametrize("design", [latin_hypercube, random_configs, monte_carlo])
+def test_a_seeded_design_does_not_depend_on_how_many_draws_are_decoded_together(
+    design, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Valid uniform draws are looked for a batch at a time; the generator must be left where
+    one draw at a time would leave it, or a seed would give other designs than it gave."""
+    import stortune.sampling as sampling
+
+    rare = CONSTRAINED.replace("<= 1.2", "<= 0.6").replace("default: 0.5", "default: 0.05")
+    space = parse_space(rare)  # four in five uniform draws break the constraint
+    batched = design(space, 30, 11).configs
+    monkeypatch.setattr(sampling, "UNIFORM_BATCH", 1)
+    monkeypatch.setattr(sampling, "MAX_UNIFORM_BATCH", 1)
+    assert design(space, 30, 11).configs == batched

@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from stortune.errors import ConfigError, StortuneError
 from stortune.space import Config, Constraint, Space
 
 METHODS = ("lhs", "random", "montecarlo", "factorial")
+UNIFORM_BATCH = 64  # uniform draws decoded together after a first one missed; grows
+MAX_UNIFORM_BATCH = 1024  # fourfold up to this where valid draws are rare
 MAX_GRID = 250_000  # configs of a whole factorial (before constraints): about a second to walk
 
 
@@ -97,7 +100,7 @@ def latin_hypercube(space: Space, n: int, seed: int | None = 0) -> Design:
     for i in np.flatnonzero(~repair.valid):
         points[i] = _valid_uniform_point(space, rng)
         resampled += 1
-    configs = [space.validate(space.decode(p)) for p in points]
+    configs = [space.validate(c) for c in space.decode_many(points)]
     design = Design(configs, points, "lhs", repaired=repaired, resampled=resampled)
     if resampled:
         design.notes.append(
@@ -134,7 +137,8 @@ class _SwapRepair:
         self.index = {name: j for j, name in enumerate(space.names)}
         drivers = set().union(*(p.condition.names for p in space.parameters if p.condition))
         self.drives_condition = [p.name in drivers for p in space.parameters]
-        self.configs = [space.decode(p) for p in points]
+        self.values = space.values_at(points)  # per row, before conditions
+        self.configs = [space.with_conditions(v) for v in self.values]
         # per row, each constraint's state (`_check`); a swap re-checks only the constraints
         # that name the swapped parameter (every one when it drives a condition)
         self.naming = [
@@ -216,10 +220,12 @@ class _SwapRepair:
         points[i, j], points[k, j] = points[k, j], points[i, j]
         p = self.space.parameters[j]
         for row in (i, k):
+            value = p.from_unit(points[row, j])
+            self.values[row][p.name] = value
             if self.drives_condition[j]:
-                self.configs[row] = self.space.decode(points[row])
+                self.configs[row] = self.space.with_conditions(self.values[row])
             elif p.name in self.configs[row]:
-                self.configs[row] = {**self.configs[row], p.name: p.from_unit(points[row, j])}
+                self.configs[row][p.name] = value  # a swap back restores it the same way
 
     ERROR = -1  # a constraint that cannot be evaluated on the row
 
@@ -283,7 +289,7 @@ def monte_carlo(space: Space, n: int, seed: int | None = 0) -> Design:
     _check_n(n)
     rng = np.random.default_rng(seed)
     points = np.array([_valid_uniform_point(space, rng) for _ in range(n)])
-    configs = [space.validate(space.decode(p)) for p in points]
+    configs = [space.validate(c) for c in space.decode_many(points.reshape(n, len(space)))]
     return Design(configs, points.reshape(n, len(space)), "montecarlo")
 
 
@@ -309,18 +315,29 @@ def count_text(count: int) -> str:
     return f"{mantissa:.2g}e+{exponent}"
 
 
-def _is_valid_point(space: Space, point: np.ndarray) -> bool:
+def _is_valid(space: Space, values: dict[str, Any]) -> bool:
     try:
-        return space.first_violation(space.decode(point)) is None
+        return space.first_violation(space.with_conditions(values)) is None
     except ConfigError:
         return False
 
 
 def _valid_uniform_point(space: Space, rng: np.random.Generator, tries: int = 10_000) -> np.ndarray:
-    for _ in range(tries):
-        point = rng.random(len(space))
-        if _is_valid_point(space, point):
-            return point
+    """The first valid point among uniform draws. After a first draw alone (most spaces
+    accept most draws), drawn and decoded a batch at a time; the generator is then left
+    exactly where one-by-one draws would leave it (the first valid draw's successor), so a
+    seeded design does not depend on the batch size."""
+    start, batch = 0, 1
+    while start < tries:
+        state = rng.bit_generator.state
+        points = rng.random((min(batch, tries - start), len(space)))
+        for i, values in enumerate(space.values_at(points)):
+            if _is_valid(space, values):
+                rng.bit_generator.state = state
+                rng.random((i + 1, len(space)))
+                return points[i]
+        start += len(points)
+        batch = min(max(batch * 4, UNIFORM_BATCH), MAX_UNIFORM_BATCH)
     raise StortuneError(
         f"space {space.name!r}: no valid config found in {tries} uniform draws; "
         "its constraints may exclude (almost) everything"

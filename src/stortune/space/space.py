@@ -215,6 +215,24 @@ class Space:
         if len(point) != len(self.parameters):
             raise ConfigError(f"point has {len(point)} dimensions, space has {len(self)}")
         values = {p.name: p.from_unit(u) for p, u in zip(self.parameters, point, strict=True)}
+        return self.with_conditions(values)
+
+    def decode_many(self, points: np.ndarray) -> list[Config]:
+        """`decode` of each row of `points`, a parameter's column at a time."""
+        return [self.with_conditions(values) for values in self.values_at(points)]
+
+    def values_at(self, points: np.ndarray) -> list[dict[str, Any]]:
+        """Every parameter's value at each row of `points`, conditions not yet applied
+        (`with_conditions`): a row whose condition cannot be evaluated stays apart from the
+        others."""
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != len(self.parameters):
+            raise ConfigError(f"points have shape {points.shape}, space has {len(self)} dimensions")
+        columns = [p.from_unit_many(points[:, j]) for j, p in enumerate(self.parameters)]
+        return [dict(zip(self.names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+    def with_conditions(self, values: Mapping[str, Any]) -> Config:
+        """The config that `values` (one per parameter) make: the inactive ones left out."""
         out: Config = {}
         for p in self.parameters:
             if p.condition is None or self.is_active(p, out):

@@ -71,7 +71,7 @@ from stortune.space import Config, Kind, Space
 from stortune.tuners.base import Observation, Tuner
 from stortune.tuners.bounds import GrowableSpace
 from stortune.tuners.common import (
-    config_at,
+    configs_at,
     initial_design,
     initial_size,
     random_valid,
@@ -441,8 +441,7 @@ def _decode(space: Space, raw: np.ndarray) -> tuple[list[Config], np.ndarray]:
     configs: list[Config] = []
     points: list[np.ndarray] = []
     keys: set[str] = set()
-    for row in raw:
-        config = config_at(space, row)
+    for config in configs_at(space, raw):
         if config is None:
             continue
         key = config_key(config)

@@ -61,10 +61,24 @@ def initial_design(space: Space, n: int, seed: int) -> list[Config]:
 def config_at(space: Space, point: Sequence[float]) -> Config | None:
     """The valid config at a unit-cube point, or None when it breaks a constraint."""
     try:
-        config = space.decode(point)
-        return config if space.first_violation(config) is None else None
+        return _valid_or_none(space, space.decode(point))
     except ConfigError:
         return None
+
+
+def configs_at(space: Space, points: np.ndarray) -> list[Config | None]:
+    """`config_at` of each row, decoded a parameter's column at a time (`Space.values_at`)."""
+    out: list[Config | None] = []
+    for values in space.values_at(points):
+        try:
+            out.append(_valid_or_none(space, space.with_conditions(values)))
+        except ConfigError:
+            out.append(None)
+    return out
+
+
+def _valid_or_none(space: Space, config: Config) -> Config | None:
+    return config if space.first_violation(config) is None else None
 
 
 def random_valid(
